@@ -1,0 +1,139 @@
+"""Spider arguments: parse and validate `-a name=value` pairs into a typed object. Pure.
+
+Called by SerpSpider and, before the crawl starts, by the `crawl` command, so a bad argument
+ends the run with one clear message and no request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lyra_crawl.config import STRATEGIES, TIME_RANGES, LyraConfig
+from lyra_crawl.engines.request import QueryError, check_query, resolve_region, resolve_time_range
+
+SERP_MAX_PAGES_RANGE = (1, 10)
+# Arguments Scrapyd adds to every job; accepted and ignored apart from the job id.
+SCRAPYD_ARGUMENTS = frozenset({"_job", "_version", "setting"})
+KNOWN_ARGUMENTS = frozenset(
+    {
+        "query",
+        "engine",
+        "serp_page",
+        "serp_max_pages",
+        "strategy",
+        "time_range",
+        "region",
+        "task_id",
+    }
+)
+
+
+class ArgumentError(ValueError):
+    """A spider argument is wrong; the message names it, the value and the fix."""
+
+
+@dataclass(frozen=True)
+class CrawlArguments:
+    query: str
+    engine: str | None
+    serp_page: int
+    serp_max_pages: int
+    strategy: str
+    time_range: str | None
+    region: str | None
+    task_id: str | None
+    job_id: str | None
+
+
+def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
+    text = str(raw).strip()
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    span = f"from {low} to {high}" if high is not None else f">= {low}"
+    if value is None or value < low or (high is not None and value > high):
+        raise ArgumentError(f"{name} must be a whole number {span} (got {raw!r}): -a {name}=N")
+    return value
+
+
+def usable_engines(config: LyraConfig) -> list[str]:
+    """Engines that can be crawled now: implemented and enabled."""
+    return sorted(
+        name
+        for name, spec in config.engines.items()
+        if spec.implemented and name in config.policies and config.policies[name].enabled
+    )
+
+
+def check_engine(config: LyraConfig, engine: str) -> None:
+    usable = ", ".join(usable_engines(config))
+    if engine not in config.engines:
+        raise ArgumentError(f"engine '{engine}' is unknown: use one of {usable}")
+    if not config.engines[engine].implemented:
+        raise ArgumentError(f"engine '{engine}' is not implemented yet: use one of {usable}")
+    policy = config.policies.get(engine)
+    if policy is None or not policy.enabled:
+        raise ArgumentError(
+            f"engine '{engine}' is disabled in engines.yaml: enable it there or use one of {usable}"
+        )
+
+
+def check_engine_options(
+    config: LyraConfig, engine: str, query: str, region: str | None, time_range: str | None
+) -> None:
+    """Options that depend on the engine: query length, region, time range."""
+    spec = config.engines[engine]
+    try:
+        check_query(spec, query)
+        resolve_region(spec, region)
+        resolve_time_range(spec, time_range)
+    except QueryError as exc:
+        raise ArgumentError(str(exc)) from None
+
+
+def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlArguments:
+    unknown = sorted(set(raw) - KNOWN_ARGUMENTS - SCRAPYD_ARGUMENTS)
+    if unknown:
+        raise ArgumentError(
+            f"unknown spider argument '{unknown[0]}': "
+            f"use one of {', '.join(sorted(KNOWN_ARGUMENTS))}"
+        )
+    query = raw.get("query")
+    if query is None or not str(query).strip():
+        raise ArgumentError('query is required and must not be blank: -a query="your search"')
+    query = str(query)
+    strategy = str(raw.get("strategy") or config.pagination.strategy)
+    if strategy not in STRATEGIES:
+        raise ArgumentError(f"strategy must be one of {', '.join(STRATEGIES)} (got {strategy!r})")
+    serp_page = _whole_number(raw.get("serp_page", 1), "serp_page", 1, None)
+    serp_max_pages = _whole_number(
+        raw.get("serp_max_pages", config.pagination.serp_max_pages),
+        "serp_max_pages",
+        *SERP_MAX_PAGES_RANGE,
+    )
+    time_range = raw.get("time_range") or None
+    if time_range is not None and time_range not in TIME_RANGES:
+        raise ArgumentError(
+            f"time_range must be one of {', '.join(TIME_RANGES)} (got {time_range!r})"
+        )
+    region = raw.get("region") or None
+    engine = raw.get("engine") or None
+    if engine is not None:
+        check_engine(config, engine)
+        check_engine_options(config, engine, query, region, time_range)
+    elif not usable_engines(config):
+        raise ArgumentError("no engine is enabled in engines.yaml: enable one or pass -a engine=")
+    return CrawlArguments(
+        query=query,
+        engine=engine,
+        serp_page=serp_page,
+        serp_max_pages=serp_max_pages,
+        strategy=strategy,
+        time_range=time_range,
+        region=region,
+        task_id=raw.get("task_id") or None,
+        job_id=raw.get("_job") or None,
+    )

@@ -1,0 +1,33 @@
+"""`scrapy crawl`, with serp's arguments, config and database checked before the crawl starts.
+
+A wrong argument, config file or database path ends the run with one `error:` line naming the
+problem and the fix, exit status 2, and no request sent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+
+from lyra_crawl.arguments import ArgumentError, parse_crawl_arguments
+from lyra_crawl.config import ConfigError, load_config
+from lyra_crawl.spiders.serp import SerpSpider
+from lyra_crawl.storage import StorageError, open_storage
+
+EXIT_BAD_INPUT = 2
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args and args[0] == SerpSpider.name:
+            try:
+                config = load_config(self.settings.get("LYRA_CONFIG_DIR"))
+                parse_crawl_arguments(opts.spargs, config)
+                open_storage(self.settings.get("LYRA_DB_PATH")).close()
+            except (ArgumentError, ConfigError, StorageError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                self.exitcode = EXIT_BAD_INPUT
+                return
+        super().run(args, opts)

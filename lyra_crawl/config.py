@@ -1,0 +1,420 @@
+"""Load and validate config/search_parsers.yaml and config/engines.yaml into typed objects.
+
+Every problem is reported as one ConfigError naming the file, the engine, the field and the fix,
+before any request is sent. The folder is `LYRA_CONFIG_DIR` when set; otherwise the config bundled
+with the package, found through importlib.resources so it also works from a Scrapyd egg.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
+
+PARSERS_FILE = "search_parsers.yaml"
+POLICY_FILE = "engines.yaml"
+BUNDLED_PACKAGE = "lyra_crawl.bundled_config"
+
+FAMILIES = ("html", "json", "atom", "xml")
+RENDERS = ("http", "browser")
+PAGINATION_TYPES = ("offset", "page")
+NEXT_PAGE_MODES = ("formula", "form")
+STRATEGIES = ("fixed", "auto", "exhaustive")
+TIME_RANGES = ("day", "week", "month", "year")
+PARAM_PLACEHOLDERS = frozenset(
+    {"query", "offset", "page", "results_per_page", "time_range", "region", "language"}
+)
+HOST_PLACEHOLDERS = frozenset({"language"})
+REQUIRED_HTML_RULES = ("results", "url", "title")
+
+
+class ConfigError(ValueError):
+    """A config file is wrong; the message names the file, engine, field and fix."""
+
+
+@dataclass(frozen=True)
+class BlockRule:
+    """Markers that identify a block page; any one of them matching is enough."""
+
+    kind: Outcome
+    status: tuple[int, ...] = ()
+    body_contains: tuple[str, ...] = ()
+    url_contains: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """How to talk to one engine (search_parsers.yaml)."""
+
+    name: str
+    implemented: bool
+    family: str
+    render: str
+    url: str
+    method: str
+    params: Mapping[str, str]
+    pagination_type: str
+    pagination_param: str
+    results_per_page: int
+    offset_base: int
+    page_base: int
+    first_page_omits: tuple[str, ...]
+    next_page: str
+    next_page_form: str | None
+    max_pages: int
+    max_query_length: int
+    time_range: Mapping[str, str]
+    region: Mapping[str, str]
+    default_region: str | None
+    parse: Mapping[str, str]
+    blocks: tuple[BlockRule, ...]
+
+    @property
+    def host(self) -> str:
+        """The configured host, with any {language} placeholder left in place."""
+        return urlsplit(self.url).hostname or ""
+
+
+@dataclass(frozen=True)
+class EnginePolicy:
+    """What the project is allowed to do with one engine (engines.yaml)."""
+
+    name: str
+    enabled: bool
+    weight: float
+    qps: float
+    daily_limit: int | None
+    lastmile: bool
+    pagination_enabled: bool
+
+
+@dataclass(frozen=True)
+class PaginationDefaults:
+    serp_max_pages: int = 10
+    min_novelty_rate: float = 0.1
+    min_harvest_rate: float = 0.05
+    strategy: str = "auto"
+
+
+@dataclass(frozen=True)
+class LyraConfig:
+    engines: Mapping[str, EngineSpec]
+    policies: Mapping[str, EnginePolicy]
+    pagination: PaginationDefaults = field(default_factory=PaginationDefaults)
+    source: str = ""
+
+    def engine(self, name: str) -> EngineSpec:
+        return self.engines[name]
+
+    def policy(self, name: str) -> EnginePolicy:
+        return self.policies[name]
+
+
+def load_config(config_dir: str | os.PathLike[str] | None = None) -> LyraConfig:
+    """Load both files from `config_dir`, `LYRA_CONFIG_DIR`, or the bundled config."""
+    config_dir = config_dir or os.environ.get("LYRA_CONFIG_DIR") or None
+    if config_dir:
+        folder = Path(config_dir)
+        if not folder.is_dir():
+            raise ConfigError(
+                f"config folder {folder} does not exist: point LYRA_CONFIG_DIR at the folder "
+                f"holding {PARSERS_FILE} and {POLICY_FILE}"
+            )
+        texts = {name: _read_file(folder / name) for name in (PARSERS_FILE, POLICY_FILE)}
+        source = str(folder)
+    else:
+        texts = {name: _read_bundled(name) for name in (PARSERS_FILE, POLICY_FILE)}
+        source = "bundled config"
+    return parse_config(texts[PARSERS_FILE], texts[POLICY_FILE], source=source)
+
+
+def parse_config(parsers_yaml: str, policy_yaml: str, *, source: str = "") -> LyraConfig:
+    """Validate the text of both files; the pure core of load_config."""
+    parsers_doc = _safe_load(parsers_yaml, PARSERS_FILE)
+    policy_doc = _safe_load(policy_yaml, POLICY_FILE)
+    engines_node = _mapping(
+        _require(parsers_doc, "engines", PARSERS_FILE, ""), PARSERS_FILE, "", "engines"
+    )
+    engines = {name: _engine_spec(str(name), node) for name, node in engines_node.items()}
+    policies_node = _mapping(
+        _require(policy_doc, "engines", POLICY_FILE, ""), POLICY_FILE, "", "engines"
+    )
+    policies = {}
+    for name, node in policies_node.items():
+        if name not in engines:
+            known = ", ".join(sorted(engines))
+            raise ConfigError(
+                f"{POLICY_FILE}: engine '{name}' is not described in {PARSERS_FILE}: "
+                f"fix the name or add it there (known: {known})"
+            )
+        policies[str(name)] = _engine_policy(str(name), node)
+    pagination = _pagination_defaults(policy_doc.get("pagination", {}))
+    return LyraConfig(engines=engines, policies=policies, pagination=pagination, source=source)
+
+
+def _read_file(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found: copy it from the bundled config/") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{path}: cannot be read ({exc}): check its permissions and encoding"
+        ) from None
+
+
+def _read_bundled(name: str) -> str:
+    try:
+        return resources.files(BUNDLED_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    except ModuleNotFoundError:
+        # A source checkout: the package sits beside the project's config/ folder. Installed
+        # eggs and wheels carry the files as lyra_crawl/bundled_config (see setup.py).
+        checkout = resources.files("lyra_crawl") / ".." / "config" / name
+        return checkout.read_text(encoding="utf-8")
+
+
+def _safe_load(text: str, filename: str) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" line {where.line + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            f"{filename}:{line} is not valid YAML ({problem}): fix the syntax"
+        ) from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{filename}: must be a mapping with an 'engines:' section")
+    return doc
+
+
+def _where(filename: str, engine: str, field_name: str) -> str:
+    prefix = f"{filename}: engine '{engine}'" if engine else filename
+    return f"{prefix}: {field_name}"
+
+
+def _require(node: Mapping[str, Any], key: str, filename: str, engine: str) -> Any:
+    if key not in node:
+        raise ConfigError(f"{_where(filename, engine, key)} is missing: add it")
+    return node[key]
+
+
+def _mapping(value: Any, filename: str, engine: str, key: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(
+            f"{_where(filename, engine, key)} must be a mapping (got {type(value).__name__})"
+        )
+    return value
+
+
+def _typed(value: Any, kind: type, filename: str, engine: str, key: str) -> Any:
+    ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not ok:
+        raise ConfigError(
+            f"{_where(filename, engine, key)} must be {_type_name(kind)} (got {value!r})"
+        )
+    return value
+
+
+def _type_name(kind: type) -> str:
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}.get(
+        kind, kind.__name__
+    )
+
+
+def _choice(value: Any, choices: tuple[str, ...], filename: str, engine: str, key: str) -> str:
+    if value not in choices:
+        raise ConfigError(
+            f"{_where(filename, engine, key)} must be one of {', '.join(choices)} (got {value!r})"
+        )
+    return value
+
+
+def _placeholders(template: str) -> set[str]:
+    try:
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as exc:
+        raise ConfigError(f"bad template {template!r} ({exc}): balance the braces") from None
+
+
+def _engine_spec(name: str, node: Any) -> EngineSpec:
+    f = PARSERS_FILE
+    node = _mapping(node, f, name, "engine")
+    get = node.get
+    url = _typed(_require(node, "url", f, name), str, f, name, "url")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{_where(f, name, 'url')} must be an absolute http(s) URL (got {url!r})")
+    bad_host = _placeholders(parts.netloc) - HOST_PLACEHOLDERS
+    if bad_host or _placeholders(parts.path + parts.query):
+        raise ConfigError(
+            f"{_where(f, name, 'url')} may use only {{language}}, in the host (got {url!r}): "
+            "put query values under params"
+        )
+    params = {
+        str(k): str(v)
+        for k, v in _mapping(get("params"), f, name, "params").items()
+        if v is not None
+    }
+    for key, template in params.items():
+        unknown = _placeholders(template) - PARAM_PLACEHOLDERS
+        if unknown:
+            raise ConfigError(
+                f"{_where(f, name, f'params.{key}')} uses unknown placeholder "
+                f"{{{sorted(unknown)[0]}}}: use one of {', '.join(sorted(PARAM_PLACEHOLDERS))}"
+            )
+    pagination_type = _choice(
+        _require(node, "pagination_type", f, name), PAGINATION_TYPES, f, name, "pagination_type"
+    )
+    results_per_page = _typed(
+        _require(node, "results_per_page", f, name), int, f, name, "results_per_page"
+    )
+    if results_per_page < 1:
+        raise ConfigError(
+            f"{_where(f, name, 'results_per_page')} must be >= 1 (got {results_per_page})"
+        )
+    max_pages = _typed(_require(node, "max_pages", f, name), int, f, name, "max_pages")
+    if max_pages < 1:
+        raise ConfigError(f"{_where(f, name, 'max_pages')} must be >= 1 (got {max_pages})")
+    first_page_omits = tuple(str(p) for p in get("first_page_omits") or ())
+    for param in first_page_omits:
+        if param not in params:
+            raise ConfigError(
+                f"{_where(f, name, 'first_page_omits')} names '{param}', which is not in params: "
+                "remove it or add the parameter"
+            )
+    time_range = {
+        str(k): str(v) for k, v in _mapping(get("time_range"), f, name, "time_range").items()
+    }
+    for key in time_range:
+        _choice(key, TIME_RANGES, f, name, f"time_range.{key}")
+    region = {str(k): str(v) for k, v in _mapping(get("region"), f, name, "region").items()}
+    default_region = get("default_region")
+    if default_region is not None and default_region not in region:
+        raise ConfigError(
+            f"{_where(f, name, 'default_region')} is {default_region!r}, "
+            "which is not a key of region"
+        )
+    family = _choice(_require(node, "family", f, name), FAMILIES, f, name, "family")
+    parse = {str(k): str(v) for k, v in _mapping(get("parse"), f, name, "parse").items()}
+    implemented = _typed(get("implemented", True), bool, f, name, "implemented")
+    if implemented and family == "html":
+        for rule in REQUIRED_HTML_RULES:
+            if not parse.get(rule):
+                raise ConfigError(f"{_where(f, name, f'parse.{rule}')} is missing: add an XPath")
+    next_page = _choice(get("next_page", "formula"), NEXT_PAGE_MODES, f, name, "next_page")
+    return EngineSpec(
+        name=name,
+        implemented=implemented,
+        family=family,
+        render=_choice(get("render", "http"), RENDERS, f, name, "render"),
+        url=url,
+        method=_choice(get("method", "GET"), ("GET", "POST"), f, name, "method"),
+        params=params,
+        pagination_type=pagination_type,
+        pagination_param=_typed(
+            _require(node, "pagination_param", f, name), str, f, name, "pagination_param"
+        ),
+        results_per_page=results_per_page,
+        offset_base=_typed(get("offset_base", 0), int, f, name, "offset_base"),
+        page_base=_typed(get("page_base", 1), int, f, name, "page_base"),
+        first_page_omits=first_page_omits,
+        next_page=next_page,
+        next_page_form=get("next_page_form"),
+        max_pages=max_pages,
+        max_query_length=_typed(get("max_query_length", 2000), int, f, name, "max_query_length"),
+        time_range=time_range,
+        region=region,
+        default_region=default_region,
+        parse=parse,
+        blocks=tuple(_block_rule(name, i, rule) for i, rule in enumerate(get("blocks") or ())),
+    )
+
+
+def _block_rule(engine: str, index: int, node: Any) -> BlockRule:
+    f = PARSERS_FILE
+    node = _mapping(node, f, engine, f"blocks[{index}]")
+    kinds = tuple(sorted(o.value for o in BLOCK_OUTCOMES))
+    kind = _choice(node.get("kind"), kinds, f, engine, f"blocks[{index}].kind")
+    status = node.get("status") or []
+    body = node.get("body_contains") or []
+    url = node.get("url_contains") or []
+    for key, values, kind_type in (
+        ("status", status, int),
+        ("body_contains", body, str),
+        ("url_contains", url, str),
+    ):
+        if not isinstance(values, list):
+            raise ConfigError(f"{_where(f, engine, f'blocks[{index}].{key}')} must be a list")
+        for value in values:
+            _typed(value, kind_type, f, engine, f"blocks[{index}].{key}")
+    if not (status or body or url):
+        raise ConfigError(
+            f"{_where(f, engine, f'blocks[{index}]')} has no marker: give status, body_contains "
+            "or url_contains"
+        )
+    return BlockRule(Outcome(kind), tuple(status), tuple(body), tuple(url))
+
+
+def _engine_policy(name: str, node: Any) -> EnginePolicy:
+    f = POLICY_FILE
+    node = _mapping(node, f, name, "engine")
+    qps = _typed(_require(node, "qps", f, name), float, f, name, "qps")
+    if not qps > 0:
+        raise ConfigError(f"{_where(f, name, 'qps')} must be > 0 (got {qps:g})")
+    weight = _typed(node.get("weight", 1.0), float, f, name, "weight")
+    if weight < 0:
+        raise ConfigError(f"{_where(f, name, 'weight')} must be >= 0 (got {weight:g})")
+    daily_limit = node.get("daily_limit")
+    if daily_limit is not None:
+        daily_limit = _typed(daily_limit, int, f, name, "daily_limit")
+        if daily_limit < 0:
+            raise ConfigError(
+                f"{_where(f, name, 'daily_limit')} must be >= 0, or null for no limit "
+                f"(got {daily_limit})"
+            )
+    return EnginePolicy(
+        name=name,
+        enabled=_typed(node.get("enabled", True), bool, f, name, "enabled"),
+        weight=weight,
+        qps=qps,
+        daily_limit=daily_limit,
+        lastmile=_typed(node.get("lastmile", False), bool, f, name, "lastmile"),
+        pagination_enabled=_typed(
+            node.get("pagination_enabled", True), bool, f, name, "pagination_enabled"
+        ),
+    )
+
+
+def _pagination_defaults(node: Any) -> PaginationDefaults:
+    f = POLICY_FILE
+    node = _mapping(node, f, "", "pagination")
+    defaults = PaginationDefaults()
+    serp_max_pages = _typed(
+        node.get("serp_max_pages", defaults.serp_max_pages), int, f, "", "pagination.serp_max_pages"
+    )
+    if not 1 <= serp_max_pages <= 10:
+        raise ConfigError(f"{f}: pagination.serp_max_pages must be 1..10 (got {serp_max_pages})")
+    rates = {}
+    for key in ("min_novelty_rate", "min_harvest_rate"):
+        value = _typed(node.get(key, getattr(defaults, key)), float, f, "", f"pagination.{key}")
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{f}: pagination.{key} must be between 0 and 1 (got {value:g})")
+        rates[key] = value
+    strategy = _choice(
+        node.get("strategy", defaults.strategy), STRATEGIES, f, "", "pagination.strategy"
+    )
+    return PaginationDefaults(serp_max_pages=serp_max_pages, strategy=strategy, **rates)

@@ -1,0 +1,62 @@
+"""`make demo`: start the simulator, crawl three DuckDuckGo pages from it, print what was stored.
+
+The simulator is on loopback, so the demo turns per-engine pacing off
+(LYRA_RATE_LIMIT_ENABLED=false); against real engines it stays on.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from lyra_crawl.report import query_summary
+from lyra_crawl.simulator.process import running_simulator
+from lyra_crawl.storage import open_storage
+
+DEMO_DB = Path("data/demo.sqlite3")
+DEMO_QUERY = "climate adaptation"
+
+
+def main() -> int:
+    with running_simulator() as simulator_url:
+        print(f"simulator: {simulator_url}")
+        env = dict(
+            os.environ,
+            LYRA_SIMULATOR_URL=simulator_url,
+            LYRA_DB_PATH=str(DEMO_DB.resolve()),
+            LYRA_RATE_LIMIT_ENABLED="false",
+        )
+        command = [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "serp",
+            "-a",
+            f"query={DEMO_QUERY}",
+            "-a",
+            "engine=duckduckgo",
+            "-a",
+            "serp_max_pages=3",
+            "-s",
+            "LOG_LEVEL=WARNING",
+        ]
+        print("running:", " ".join(command[2:]))
+        crawl = subprocess.run(command, env=env, check=False)
+        if crawl.returncode != 0:
+            print(f"crawl failed with exit status {crawl.returncode}", file=sys.stderr)
+            return crawl.returncode
+    storage = open_storage(DEMO_DB)
+    try:
+        query_id = storage.latest_query_id()
+        print(f"\nstored in {DEMO_DB}:")
+        print(query_summary(storage, query_id))
+    finally:
+        storage.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

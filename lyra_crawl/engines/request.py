@@ -1,0 +1,125 @@
+"""Build the request for page N of an engine from its spec. Pure.
+
+Query text only ever reaches the URL as an encoded parameter value, and every built URL is
+checked against the engine's configured host, so no query can change where a request goes.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode, urlsplit
+
+from lyra_crawl.config import EngineSpec
+from lyra_crawl.engines.base import PageRequest
+
+_LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})?$")
+
+
+class QueryError(ValueError):
+    """A query or search option the engine cannot take; the message says what to change."""
+
+
+class HostMismatchError(ValueError):
+    """A built URL points somewhere other than the engine's configured host."""
+
+
+def page_offset(spec: EngineSpec, page_number: int) -> int:
+    return (page_number - 1) * spec.results_per_page + spec.offset_base
+
+
+def page_index(spec: EngineSpec, page_number: int) -> int:
+    return page_number - 1 + spec.page_base
+
+
+def resolve_region(spec: EngineSpec, region: str | None) -> str:
+    """The engine's value for our region code ('' when neither given nor defaulted)."""
+    if region is None:
+        return spec.region.get(spec.default_region, "") if spec.default_region else ""
+    if region not in spec.region:
+        supported = ", ".join(sorted(spec.region)) or "none"
+        raise QueryError(
+            f"engine '{spec.name}' does not support region '{region}': use one of {supported}"
+        )
+    return spec.region[region]
+
+
+def resolve_time_range(spec: EngineSpec, time_range: str | None) -> str:
+    if time_range is None:
+        return ""
+    if time_range not in spec.time_range:
+        supported = ", ".join(spec.time_range) or "none"
+        raise QueryError(
+            f"engine '{spec.name}' does not support time_range '{time_range}': "
+            f"use one of {supported}, or leave it out"
+        )
+    return spec.time_range[time_range]
+
+
+def check_query(spec: EngineSpec, query: str) -> None:
+    if not query.strip():
+        raise QueryError('query is empty: pass the search text with -a query="..."')
+    if len(query) > spec.max_query_length:
+        raise QueryError(
+            f"query is {len(query)} characters, engine '{spec.name}' takes at most "
+            f"{spec.max_query_length}: shorten the query"
+        )
+
+
+def expected_host(spec: EngineSpec, region: str | None = None) -> str:
+    """The host every request to this engine must go to."""
+    language = resolve_region(spec, region)
+    host = spec.host
+    if "{language}" in spec.url:
+        if not _LANGUAGE_RE.match(language):
+            raise QueryError(f"engine '{spec.name}' needs a language code, got {language!r}")
+        host = urlsplit(spec.url.format(language=language)).hostname or ""
+    return host
+
+
+def ensure_engine_host(spec: EngineSpec, url: str, region: str | None = None) -> str:
+    """Return `url` if it goes to the engine's host over http(s); raise otherwise."""
+    parts = urlsplit(url)
+    host = expected_host(spec, region)
+    if parts.scheme not in ("http", "https") or (parts.hostname or "") != host:
+        raise HostMismatchError(
+            f"refusing request for engine '{spec.name}' to {parts.hostname!r}: "
+            f"only {host} is configured"
+        )
+    return url
+
+
+def build_page_request(
+    spec: EngineSpec,
+    query: str,
+    page_number: int,
+    *,
+    region: str | None = None,
+    time_range: str | None = None,
+) -> PageRequest:
+    """The GET (or POST) request for page `page_number` computed from the spec's formula."""
+    if page_number < 1:
+        raise QueryError(f"page numbers start at 1 (got {page_number})")
+    check_query(spec, query)
+    region_value = resolve_region(spec, region)
+    values = {
+        "query": query,
+        "offset": str(page_offset(spec, page_number)),
+        "page": str(page_index(spec, page_number)),
+        "results_per_page": str(spec.results_per_page),
+        "time_range": resolve_time_range(spec, time_range),
+        "region": region_value,
+        "language": region_value,
+    }
+    params: list[tuple[str, str]] = []
+    for key, template in spec.params.items():
+        if page_number == 1 and key in spec.first_page_omits:
+            continue
+        value = template.format_map(values)
+        if value:
+            params.append((key, value))
+    base = spec.url.format(language=region_value) if "{language}" in spec.url else spec.url
+    url = f"{base}?{urlencode(params)}" if params else base
+    ensure_engine_host(spec, url, region)
+    if spec.method == "POST":
+        return PageRequest(url=base, method="POST", formdata=tuple(params))
+    return PageRequest(url=url)

@@ -1,0 +1,119 @@
+"""Command line of the simulator: `python -m lyra_crawl.simulator --port 0 [options]`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from lyra_crawl.simulator.corpus import CorpusShape
+from lyra_crawl.simulator.engines import ENGINES
+from lyra_crawl.simulator.server import Faults, SimulatorState, open_log, serve
+
+
+def _engine_page(value: str, extra: int = 0) -> tuple[str, ...]:
+    parts = value.split(":")
+    if (
+        len(parts) != 2 + extra
+        or parts[0] not in ENGINES
+        or not all(p.isdigit() for p in parts[1:])
+    ):
+        shape = "ENGINE:PAGE" + ":CODE" * extra
+        raise argparse.ArgumentTypeError(
+            f"expected {shape} with ENGINE one of {', '.join(ENGINES)} (got {value!r})"
+        )
+    return tuple(parts)
+
+
+def _share(value: str) -> float:
+    number = float(value)
+    if not 0.0 <= number <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (got {value})")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lyra_crawl.simulator", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--request-log", help="append one JSON line per request to this file")
+    parser.add_argument(
+        "--captcha-at",
+        action="append",
+        default=[],
+        type=_engine_page,
+        metavar="ENGINE:PAGE",
+        help="answer that page with a CAPTCHA page",
+    )
+    parser.add_argument(
+        "--status-at",
+        action="append",
+        default=[],
+        type=lambda v: _engine_page(v, 1),
+        metavar="ENGINE:PAGE:CODE",
+        help="answer that page with an HTTP status (429 carries Retry-After)",
+    )
+    parser.add_argument(
+        "--drop-at",
+        action="append",
+        default=[],
+        type=_engine_page,
+        metavar="ENGINE:PAGE",
+        help="close the connection without an answer",
+    )
+    parser.add_argument(
+        "--empty-after",
+        action="append",
+        default=[],
+        type=_engine_page,
+        metavar="ENGINE:PAGE",
+        help="pages after PAGE have no results",
+    )
+    parser.add_argument("--latency-ms", type=int, default=0)
+    parser.add_argument("--retry-after", type=int, default=2, help="Retry-After seconds on 429")
+    parser.add_argument(
+        "--overlap",
+        type=_share,
+        default=0.0,
+        help="share of each later page's URLs repeated from earlier pages",
+    )
+    parser.add_argument(
+        "--drift",
+        type=_share,
+        default=0.0,
+        help="share of on-topic results lost per page after the first",
+    )
+    parser.add_argument(
+        "--results-total",
+        type=int,
+        default=200,
+        help="results a query has in all; later pages are empty",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    faults = Faults(
+        captcha_at={(e, int(p)) for e, p in args.captcha_at},
+        status_at={(e, int(p)): int(c) for e, p, c in args.status_at},
+        drop_at={(e, int(p)) for e, p in args.drop_at},
+        empty_after={e: int(p) for e, p in args.empty_after},
+        latency_ms=args.latency_ms,
+        retry_after_s=args.retry_after,
+    )
+    shape = CorpusShape(results_total=args.results_total, overlap=args.overlap, drift=args.drift)
+    state = SimulatorState(shape=shape, faults=faults, log=open_log(args.request_log))
+    server = serve(args.host, args.port, state)
+    host, port = server.server_address[:2]
+    print(f"listening on http://{host}:{port}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Deterministic search results for the simulator: same query, same pages, every run.
+
+Results are drawn from a seeded sequence per query. Later pages repeat a share of earlier URLs
+(`overlap`) and drift off-topic (`drift`: each page past the first loses that share of query
+terms in titles and snippets), so novelty and harvest fall with depth as on real engines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from urllib.parse import quote
+
+DOMAINS = (
+    "en.wikipedia.org",
+    "www.nature.com",
+    "journals.plos.org",
+    "www.sciencedirect.com",
+    "link.springer.com",
+    "www.ipcc.ch",
+    "www.theguardian.com",
+    "www.bbc.co.uk",
+    "www.researchgate.net",
+    "www.frontiersin.org",
+    "www.mdpi.com",
+    "www.who.int",
+    "www.epa.gov",
+    "www.unep.org",
+    "academic.oup.com",
+    "onlinelibrary.wiley.com",
+)
+TOPIC_WORDS = (
+    "review",
+    "framework",
+    "assessment",
+    "evidence",
+    "policy",
+    "strategies",
+    "outcomes",
+    "report",
+    "methods",
+    "case study",
+    "guide",
+    "analysis",
+)
+OFF_TOPIC_WORDS = (
+    "recipes",
+    "football",
+    "holiday",
+    "gardening",
+    "smartphone",
+    "fashion",
+    "lottery",
+    "celebrity",
+    "furniture",
+    "cycling",
+    "podcast",
+    "museum",
+)
+
+
+@dataclass(frozen=True)
+class SimResult:
+    url: str
+    title: str
+    snippet: str
+    doi: str | None = None
+
+
+def _seed(*parts: object) -> int:
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def make_result(query: str, index: int, on_topic: bool) -> SimResult:
+    """Result number `index` for `query` (its URL depends only on query and index)."""
+    rng = random.Random(_seed("result", query, index))
+    terms = query.split() or ["search"]
+    domain = DOMAINS[rng.randrange(len(DOMAINS))]
+    slug = quote("-".join(t.lower() for t in terms[:4]), safe="-")
+    doi = (
+        f"10.{5000 + rng.randrange(4000)}/sim.{_seed(query, index) % 10**7}"
+        if index % 5 == 0
+        else None
+    )
+    url = f"https://{domain}/{slug}/{index}" if doi is None else f"https://doi.org/{doi}"
+    topic = TOPIC_WORDS[rng.randrange(len(TOPIC_WORDS))]
+    if on_topic:
+        title = f"{' '.join(t.capitalize() for t in terms)}: {topic} {index}"
+        snippet = (
+            f"An overview of {query} with {topic} and evidence from recent work; "
+            f"{terms[0]} findings summarised (result {index})."
+        )
+    else:
+        words = rng.sample(OFF_TOPIC_WORDS, 3)
+        title = f"{words[0].capitalize()} and {words[1]}: {topic} {index}"
+        snippet = f"Everything about {words[0]}, {words[1]} and {words[2]} (result {index})."
+    return SimResult(url=url, title=title, snippet=snippet, doi=doi)
+
+
+@dataclass(frozen=True)
+class CorpusShape:
+    results_total: int = 200
+    overlap: float = 0.0
+    drift: float = 0.0
+
+
+def page_results(
+    query: str, page_number: int, per_page: int, shape: CorpusShape
+) -> list[SimResult]:
+    """The results of page `page_number` (1-based), empty once the corpus is exhausted."""
+    start = (page_number - 1) * per_page
+    if start >= shape.results_total:
+        return []
+    count = min(per_page, shape.results_total - start)
+    rng = random.Random(_seed("page", query, page_number))
+    repeats = round(count * shape.overlap) if page_number > 1 else 0
+    on_topic_share = max(0.0, 1.0 - shape.drift * (page_number - 1))
+    results = []
+    for slot in range(count):
+        # A repeated slot shows a URL an earlier page already showed.
+        index = rng.randrange(0, start) if slot < repeats else start + slot
+        on_topic = rng.random() < on_topic_share
+        results.append(make_result(query, index, on_topic))
+    rng.shuffle(results)
+    return results

@@ -1,0 +1,141 @@
+"""The simulator's HTTP server: `/<engine>/<engine's own path>?<engine's own parameters>`.
+
+Every request is logged as one JSON line (time, engine, method, path, params). Faults are
+injected per engine and page: CAPTCHA pages, HTTP status codes, dropped connections, latency,
+empty pages after a given page.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import IO
+from urllib.parse import parse_qsl, urlsplit
+
+from lyra_crawl.simulator.corpus import CorpusShape, page_results
+from lyra_crawl.simulator.engines import ENGINES, SimPage
+
+PageKey = tuple[str, int]
+
+
+@dataclass
+class Faults:
+    captcha_at: set[PageKey] = field(default_factory=set)
+    status_at: dict[PageKey, int] = field(default_factory=dict)
+    drop_at: set[PageKey] = field(default_factory=set)
+    empty_after: dict[str, int] = field(default_factory=dict)
+    latency_ms: int = 0
+    retry_after_s: int = 2
+
+
+@dataclass
+class SimulatorState:
+    shape: CorpusShape
+    faults: Faults
+    log: IO[str] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, entry: dict[str, object]) -> None:
+        if self.log is None:
+            return
+        line = json.dumps(entry, ensure_ascii=False)
+        with self.lock:
+            self.log.write(line + "\n")
+            self.log.flush()
+
+
+def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # the JSON request log replaces the default stderr lines
+
+        def do_GET(self) -> None:
+            self._serve({})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            form = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
+            self._serve(dict(parse_qsl(form, keep_blank_values=True)))
+
+        def _serve(self, form: dict[str, str]) -> None:
+            parts = urlsplit(self.path)
+            engine_name, _, rest = parts.path.lstrip("/").partition("/")
+            params = dict(parse_qsl(parts.query, keep_blank_values=True))
+            params.update(form)
+            state.record(
+                {
+                    "time": time.time(),
+                    "engine": engine_name,
+                    "method": self.command,
+                    "path": "/" + rest,
+                    "params": params,
+                }
+            )
+            engine = ENGINES.get(engine_name)
+            if engine is None:
+                self._send(SimPage(404, f"unknown engine {engine_name!r}", "text/plain"))
+                return
+            page_number = engine.page_number(params)
+            if page_number is None:
+                home = getattr(engine, "home_page", None)
+                self._send(home() if home else SimPage(400, "bad request", "text/plain"))
+                return
+            self._answer(engine_name, engine, params, page_number)
+
+        def _answer(
+            self, engine_name: str, engine, params: dict[str, str], page_number: int
+        ) -> None:
+            faults = state.faults
+            key = (engine_name, page_number)
+            if faults.latency_ms:
+                time.sleep(faults.latency_ms / 1000)
+            if key in faults.drop_at:
+                self.close_connection = True
+                self.connection.close()
+                return
+            query = engine.query(params)
+            if key in faults.captcha_at:
+                self._send(engine.captcha_page(query))
+                return
+            if key in faults.status_at:
+                status = faults.status_at[key]
+                headers = (("Retry-After", str(faults.retry_after_s)),) if status == 429 else ()
+                self._send(SimPage(status, f"HTTP {status}", "text/plain", headers))
+                return
+            limit = faults.empty_after.get(engine_name)
+            empty = limit is not None and page_number > limit
+            results = (
+                [] if empty else page_results(query, page_number, engine.per_page, state.shape)
+            )
+            self._send(engine.results_page(query, page_number, results))
+
+        def _send(self, page: SimPage) -> None:
+            body = page.body.encode("utf-8")
+            self.send_response(page.status)
+            self.send_header("Content-Type", page.content_type)
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in page.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+    return Handler
+
+
+def serve(host: str, port: int, state: SimulatorState) -> ThreadingHTTPServer:
+    server = ThreadingHTTPServer((host, port), make_handler(state))
+    server.daemon_threads = True
+    return server
+
+
+def open_log(path: str | None) -> IO[str] | None:
+    if not path:
+        return None
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "a", encoding="utf-8")

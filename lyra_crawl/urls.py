@@ -1,0 +1,89 @@
+"""URL normalisation (the dedupe key) and unwrapping of engines' redirect links. Pure."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from w3lib.url import canonicalize_url
+
+TRACKING_PARAMS = frozenset(
+    {
+        "fbclid",
+        "gclid",
+        "dclid",
+        "msclkid",
+        "yclid",
+        "mc_cid",
+        "mc_eid",
+        "igshid",
+        "ref_src",
+        "_hsenc",
+        "_hsmi",
+        "srsltid",
+    }
+)
+TRACKING_PREFIXES = ("utm_",)
+
+
+def unwrap_redirect(url: str) -> str:
+    """Return the target of an engine's click-tracking link, or `url` unchanged."""
+    for _ in range(3):  # wrappers can nest (a Bing link to a DuckDuckGo link, …)
+        target = _unwrap_once(url)
+        if target is None or target == url:
+            return url
+        url = target
+    return url
+
+
+def _unwrap_once(url: str) -> str | None:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    path = parts.path
+    params = dict(parse_qsl(parts.query, keep_blank_values=True))
+    if host.endswith("duckduckgo.com") and path.startswith("/l/"):
+        return params.get("uddg")
+    if (host.startswith("google.") or ".google." in host or host == "") and path == "/url":
+        return params.get("q") or params.get("url")
+    if host.endswith("bing.com") and path.startswith("/ck/a"):
+        return _bing_target(params.get("u", ""))
+    return None
+
+
+def _bing_target(value: str) -> str | None:
+    # Bing's `u` is "a1" followed by the target URL in unpadded URL-safe base64.
+    if not value.startswith("a1"):
+        return None
+    encoded = value[2:]
+    try:
+        decoded = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    return decoded if decoded.startswith(("http://", "https://")) else None
+
+
+def is_web_url(url: str) -> bool:
+    """True for absolute http(s) URLs with a host: the only results worth storing."""
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def normalize_url(url: str) -> str:
+    """The dedupe key: unwrapped, canonical, lower-case host, no fragment, no tracking params."""
+    url = unwrap_redirect(url.strip())
+    parts = urlsplit(url)
+    query = [
+        (key, value)
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        if key.lower() not in TRACKING_PARAMS and not key.lower().startswith(TRACKING_PREFIXES)
+    ]
+    host = (parts.hostname or "").lower().rstrip(".")
+    default_port = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    try:
+        port = parts.port
+    except ValueError:  # a port that is not a number: keep the host alone
+        port = None
+    netloc = host if port in (None, default_port) else f"{host}:{port}"
+    rebuilt = urlunsplit((parts.scheme.lower(), netloc, parts.path or "/", urlencode(query), ""))
+    return canonicalize_url(rebuilt, keep_fragments=False)
