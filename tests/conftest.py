@@ -1,0 +1,103 @@
+"""Shared fixtures: the simulator over loopback HTTP, in-process crawls, real SQLite files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy.crawler import Crawler, CrawlerRunner
+from scrapy.settings import Settings
+from scrapy.utils.defer import deferred_from_coro
+
+from lyra_crawl.simulator.process import running_simulator
+from lyra_crawl.spiders.serp import SerpSpider
+
+ROOT = Path(__file__).resolve().parent.parent
+REALWORLD_DIR = Path(os.environ.get("LYRA_REALWORLD_DIR") or ROOT.parent / "shared" / "realworld")
+
+
+@dataclass
+class Simulator:
+    url: str
+    log_path: Path
+
+    def requests(self, engine: str | None = None) -> list[dict[str, Any]]:
+        """Every request the simulator received, in order, optionally for one engine."""
+        if not self.log_path.exists():
+            return []
+        entries = [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
+        return [e for e in entries if engine is None or e["engine"] == engine]
+
+
+@pytest.fixture
+def start_simulator(tmp_path: Path) -> Iterator[Any]:
+    """Factory: start_simulator(*options) -> Simulator, stopped at the end of the test."""
+    with ExitStack() as stack:
+        count = 0
+
+        def start(*options: str) -> Simulator:
+            nonlocal count
+            count += 1
+            log_path = tmp_path / f"simulator-{count}.jsonl"
+            url = stack.enter_context(running_simulator(["--request-log", str(log_path), *options]))
+            return Simulator(url=url, log_path=log_path)
+
+        yield start
+
+
+@pytest.fixture
+def simulator(start_simulator: Any) -> Simulator:
+    return start_simulator()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "lyra.sqlite3"
+
+
+def crawl_settings(simulator: Simulator, db_path: Path, **overrides: Any) -> Settings:
+    settings = Settings()
+    settings.setmodule("lyra_crawl.settings", priority="project")
+    settings.update(
+        {
+            "LYRA_SIMULATOR_URL": simulator.url,
+            "LYRA_DB_PATH": str(db_path),
+            "LYRA_RATE_LIMIT_ENABLED": False,
+            "LOG_LEVEL": "WARNING",
+            **overrides,
+        },
+        priority="cmdline",
+    )
+    return settings
+
+
+async def run_crawl(
+    simulator: Simulator, db_path: Path, settings: dict[str, Any] | None = None, **spider_args: Any
+) -> Crawler:
+    """Run one `serp` crawl in this process (the reactor is pytest-twisted's)."""
+    runner = CrawlerRunner(crawl_settings(simulator, db_path, **(settings or {})))
+    crawler = runner.create_crawler(SerpSpider)
+    await deferred_from_coro(crawler.crawl_async(**spider_args))
+    return crawler
+
+
+def query_db(db_path: Path, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def realworld_dir() -> Path:
+    if not REALWORLD_DIR.is_dir():
+        pytest.skip(f"realworld pages not found at {REALWORLD_DIR} (set LYRA_REALWORLD_DIR)")
+    return REALWORLD_DIR
