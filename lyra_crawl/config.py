@@ -11,6 +11,7 @@ import os
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from urllib.parse import urlsplit
 import yaml
 
 from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
+
+SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 PARSERS_FILE = "search_parsers.yaml"
 POLICY_FILE = "engines.yaml"
@@ -137,8 +140,9 @@ def load_config(config_dir: str | os.PathLike[str] | None = None) -> LyraConfig:
     return parse_config(texts[PARSERS_FILE], texts[POLICY_FILE], source=source)
 
 
+@lru_cache(maxsize=8)
 def parse_config(parsers_yaml: str, policy_yaml: str, *, source: str = "") -> LyraConfig:
-    """Validate the text of both files; the pure core of load_config."""
+    """Validate the text of both files; the pure core of load_config (cached by content)."""
     parsers_doc = _safe_load(parsers_yaml, PARSERS_FILE)
     policy_doc = _safe_load(policy_yaml, POLICY_FILE)
     engines_node = _mapping(
@@ -184,7 +188,8 @@ def _read_bundled(name: str) -> str:
 
 def _safe_load(text: str, filename: str) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(text)
+        # The C loader is SafeLoader's libyaml twin: same safety, ten times faster.
+        doc = yaml.load(text, Loader=SafeLoader)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" line {where.line + 1}" if where is not None else ""

@@ -1,0 +1,58 @@
+"""crawl_throughput_ratio: pages/s of `serp` (limits off) / pages/s of a bare Scrapy spider.
+
+Both fetch the same simulator pages (20 queries x 10 Mojeek pages, one page at a time per
+query) in separate processes, alternating three times; the figure is the ratio of medians.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from lyra_crawl.simulator.process import running_simulator
+
+QUERIES = 20
+PAGES = 10
+ROUNDS = 3
+
+
+def _pages_per_second(kind: str, simulator_url: str, db_path: Path) -> float:
+    output = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.crawl_runner",
+            kind,
+            simulator_url,
+            str(db_path),
+            str(QUERIES),
+            str(PAGES),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    measured = json.loads(output.strip().splitlines()[-1])
+    if measured["pages"] != QUERIES * PAGES:
+        raise RuntimeError(f"{kind} fetched {measured['pages']} pages, expected {QUERIES * PAGES}")
+    return measured["pages"] / measured["seconds"]
+
+
+def run(shared_dir: Path) -> dict[str, float]:
+    speeds: dict[str, list[float]] = {"serp": [], "bare": []}
+    with tempfile.TemporaryDirectory() as tmp, running_simulator() as simulator_url:
+        for round_number in range(ROUNDS):
+            for kind in ("bare", "serp"):
+                db_path = Path(tmp) / f"{kind}-{round_number}.sqlite3"
+                speeds[kind].append(_pages_per_second(kind, simulator_url, db_path))
+    serp = statistics.median(speeds["serp"])
+    bare = statistics.median(speeds["bare"])
+    return {
+        "crawl_pages_per_s.serp": serp,
+        "crawl_pages_per_s.bare": bare,
+        "crawl_throughput_ratio": serp / bare,
+    }

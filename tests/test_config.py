@@ -1,0 +1,161 @@
+"""Config validation: every mistake is one message naming file, engine, field and fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lyra_crawl.config import ConfigError, load_config, parse_config
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+PARSERS = (CONFIG_DIR / "search_parsers.yaml").read_text()
+POLICY = (CONFIG_DIR / "engines.yaml").read_text()
+
+
+def edited(text: str, edit) -> str:
+    doc = yaml.safe_load(text)
+    edit(doc)
+    return yaml.safe_dump(doc)
+
+
+def test_bundled_config_loads_with_design_values():
+    config = load_config()
+    assert set(config.engines) >= {
+        "duckduckgo",
+        "google",
+        "bing",
+        "mojeek",
+        "brave",
+        "ecosia",
+        "startpage",
+        "qwant",
+        "marginalia",
+        "wikipedia",
+        "wikidata",
+        "arxiv",
+        "pubmed",
+    }
+    design = {
+        "google": (10, 0.05, True),
+        "bing": (10, 0.05, True),
+        "brave": (50, 0.1, True),
+        "mojeek": (None, 0.25, False),
+        "duckduckgo": (None, 0.2, False),
+    }
+    for name, (daily_limit, qps, lastmile) in design.items():
+        policy = config.policy(name)
+        assert (policy.daily_limit, policy.qps, policy.lastmile) == (daily_limit, qps, lastmile)
+    pagination = config.pagination
+    assert (pagination.serp_max_pages, pagination.min_novelty_rate) == (10, 0.1)
+    assert (pagination.min_harvest_rate, pagination.strategy) == (0.05, "auto")
+
+
+def test_every_serp_engine_has_its_pagination_fields():
+    config = load_config()
+    for name in ("duckduckgo", "google", "bing", "mojeek", "brave", "ecosia", "startpage"):
+        spec = config.engine(name)
+        assert spec.pagination_type in ("offset", "page")
+        assert spec.results_per_page >= 1 and spec.max_pages >= 1
+
+
+def test_config_dir_override(tmp_path, monkeypatch):
+    (tmp_path / "search_parsers.yaml").write_text(PARSERS)
+    (tmp_path / "engines.yaml").write_text(
+        edited(POLICY, lambda d: d["engines"]["mojeek"].update(qps=7.0))
+    )
+    monkeypatch.setenv("LYRA_CONFIG_DIR", str(tmp_path))
+    assert load_config().policy("mojeek").qps == 7.0
+
+
+def test_missing_config_dir_names_the_variable(tmp_path):
+    with pytest.raises(ConfigError, match="LYRA_CONFIG_DIR"):
+        load_config(tmp_path / "nope")
+
+
+@pytest.mark.parametrize(
+    ("parsers_edit", "policy_edit", "message"),
+    [
+        (
+            lambda d: d["engines"]["bing"].update(results_per_page="ten"),
+            None,
+            "search_parsers.yaml: engine 'bing': results_per_page must be a whole number "
+            "(got 'ten')",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"].update(pagination_type="cursor"),
+            None,
+            "engine 'mojeek': pagination_type must be one of offset, page (got 'cursor')",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"]["params"].update(s="{ofset}"),
+            None,
+            "engine 'mojeek': params.s uses unknown placeholder {ofset}: use one of",
+        ),
+        (
+            lambda d: d["engines"]["google"].update(url="https://{query}.example.com/search"),
+            None,
+            "engine 'google': url may use only {language}, in the host",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"].update(max_pages=0),
+            None,
+            "engine 'mojeek': max_pages must be >= 1 (got 0)",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"]["blocks"].append({"kind": "angry"}),
+            None,
+            "engine 'mojeek': blocks[2].kind must be one of",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"]["parse"].pop("title"),
+            None,
+            "engine 'mojeek': parse.title is missing: add an XPath",
+        ),
+        (
+            None,
+            lambda d: d["engines"]["bing"].update(qps=-1),
+            "engines.yaml: engine 'bing': qps must be > 0 (got -1)",
+        ),
+        (
+            None,
+            lambda d: d["engines"].update(altavista={"qps": 1.0}),
+            "engines.yaml: engine 'altavista' is not described in search_parsers.yaml",
+        ),
+        (
+            None,
+            lambda d: d["engines"]["google"].update(daily_limit="ten"),
+            "engine 'google': daily_limit must be a whole number (got 'ten')",
+        ),
+        (
+            None,
+            lambda d: d["engines"]["google"].update(enabled="yes"),
+            "engine 'google': enabled must be true or false (got 'yes')",
+        ),
+        (
+            None,
+            lambda d: d["pagination"].update(serp_max_pages=11),
+            "pagination.serp_max_pages must be 1..10 (got 11)",
+        ),
+    ],
+)
+def test_each_mistake_gets_one_clear_message(parsers_edit, policy_edit, message):
+    parsers = edited(PARSERS, parsers_edit) if parsers_edit else PARSERS
+    policy = edited(POLICY, policy_edit) if policy_edit else POLICY
+    with pytest.raises(ConfigError) as error:
+        parse_config(parsers, policy)
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "engines: [unclosed",
+        "!!python/object/apply:os.system ['echo hacked']",
+        "just a string",
+    ],
+)
+def test_bad_yaml_is_a_config_error_never_code(text):
+    with pytest.raises(ConfigError, match=r"search_parsers\.yaml"):
+        parse_config(text, POLICY)
