@@ -14,6 +14,8 @@ from lyra_crawl.config import STRATEGIES, TIME_RANGES, LyraConfig
 from lyra_crawl.engines.request import QueryError, check_query, resolve_region, resolve_time_range
 
 SERP_MAX_PAGES_RANGE = (1, 10)
+CACHE_MODES = ("use", "refresh", "off")
+NOVELTY_SCOPES = ("query", "history")
 # Arguments Scrapyd adds to every job; accepted and ignored apart from the job id.
 SCRAPYD_ARGUMENTS = frozenset({"_job", "_version", "setting"})
 KNOWN_ARGUMENTS = frozenset(
@@ -26,6 +28,8 @@ KNOWN_ARGUMENTS = frozenset(
         "time_range",
         "region",
         "task_id",
+        "cache",
+        "novelty_scope",
     }
 )
 
@@ -45,6 +49,8 @@ class CrawlArguments:
     region: str | None
     task_id: str | None
     job_id: str | None
+    cache: str = "use"
+    novelty_scope: str = "query"
 
 
 def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
@@ -82,10 +88,20 @@ def check_engine(config: LyraConfig, engine: str) -> None:
 
 
 def check_engine_options(
-    config: LyraConfig, engine: str, query: str, region: str | None, time_range: str | None
+    config: LyraConfig,
+    engine: str,
+    query: str,
+    region: str | None,
+    time_range: str | None,
+    serp_page: int = 1,
 ) -> None:
-    """Options that depend on the engine: query length, region, time range."""
+    """Options that depend on the engine: query length, region, time range, first page."""
     spec = config.engines[engine]
+    if serp_page > spec.max_pages:
+        raise ArgumentError(
+            f"serp_page {serp_page} is beyond engine '{engine}''s last page {spec.max_pages}: "
+            f"use -a serp_page=1..{spec.max_pages}"
+        )
     try:
         check_query(spec, query)
         resolve_region(spec, region)
@@ -105,9 +121,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
     if query is None or not str(query).strip():
         raise ArgumentError('query is required and must not be blank: -a query="your search"')
     query = str(query)
-    strategy = str(raw.get("strategy") or config.pagination.strategy)
-    if strategy not in STRATEGIES:
-        raise ArgumentError(f"strategy must be one of {', '.join(STRATEGIES)} (got {strategy!r})")
+    strategy = _one_of(raw.get("strategy") or config.pagination.strategy, STRATEGIES, "strategy")
     serp_page = _whole_number(raw.get("serp_page", 1), "serp_page", 1, None)
     serp_max_pages = _whole_number(
         raw.get("serp_max_pages", config.pagination.serp_max_pages),
@@ -115,15 +129,15 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         *SERP_MAX_PAGES_RANGE,
     )
     time_range = raw.get("time_range") or None
-    if time_range is not None and time_range not in TIME_RANGES:
-        raise ArgumentError(
-            f"time_range must be one of {', '.join(TIME_RANGES)} (got {time_range!r})"
-        )
+    if time_range is not None:
+        _one_of(time_range, TIME_RANGES, "time_range")
     region = raw.get("region") or None
+    cache = _one_of(raw.get("cache") or "use", CACHE_MODES, "cache")
+    novelty_scope = _one_of(raw.get("novelty_scope") or "query", NOVELTY_SCOPES, "novelty_scope")
     engine = raw.get("engine") or None
     if engine is not None:
         check_engine(config, engine)
-        check_engine_options(config, engine, query, region, time_range)
+        check_engine_options(config, engine, query, region, time_range, serp_page)
     elif not usable_engines(config):
         raise ArgumentError("no engine is enabled in engines.yaml: enable one or pass -a engine=")
     return CrawlArguments(
@@ -136,4 +150,12 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         region=region,
         task_id=raw.get("task_id") or None,
         job_id=raw.get("_job") or None,
+        cache=cache,
+        novelty_scope=novelty_scope,
     )
+
+
+def _one_of(value: Any, choices: tuple[str, ...], name: str) -> str:
+    if value not in choices:
+        raise ArgumentError(f"{name} must be one of {', '.join(choices)} (got {value!r})")
+    return value

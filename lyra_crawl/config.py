@@ -106,6 +106,7 @@ class PaginationDefaults:
     min_novelty_rate: float = 0.1
     min_harvest_rate: float = 0.05
     strategy: str = "auto"
+    relevance_threshold: float = 0.2
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class LyraConfig:
     engines: Mapping[str, EngineSpec]
     policies: Mapping[str, EnginePolicy]
     pagination: PaginationDefaults = field(default_factory=PaginationDefaults)
+    cache_ttl_hours: float = 24.0
     source: str = ""
 
     def engine(self, name: str) -> EngineSpec:
@@ -162,7 +164,17 @@ def parse_config(parsers_yaml: str, policy_yaml: str, *, source: str = "") -> Ly
             )
         policies[str(name)] = _engine_policy(str(name), node)
     pagination = _pagination_defaults(policy_doc.get("pagination", {}))
-    return LyraConfig(engines=engines, policies=policies, pagination=pagination, source=source)
+    cache = _mapping(policy_doc.get("cache"), POLICY_FILE, "", "cache")
+    ttl = _typed(cache.get("ttl_hours", 24.0), float, POLICY_FILE, "", "cache.ttl_hours")
+    if ttl < 0:
+        raise ConfigError(f"{POLICY_FILE}: cache.ttl_hours must be >= 0 (got {ttl:g})")
+    return LyraConfig(
+        engines=engines,
+        policies=policies,
+        pagination=pagination,
+        cache_ttl_hours=ttl,
+        source=source,
+    )
 
 
 def _read_file(path: Path) -> str:
@@ -414,7 +426,7 @@ def _pagination_defaults(node: Any) -> PaginationDefaults:
     if not 1 <= serp_max_pages <= 10:
         raise ConfigError(f"{f}: pagination.serp_max_pages must be 1..10 (got {serp_max_pages})")
     rates = {}
-    for key in ("min_novelty_rate", "min_harvest_rate"):
+    for key in ("min_novelty_rate", "min_harvest_rate", "relevance_threshold"):
         value = _typed(node.get(key, getattr(defaults, key)), float, f, "", f"pagination.{key}")
         if not 0.0 <= value <= 1.0:
             raise ConfigError(f"{f}: pagination.{key} must be between 0 and 1 (got {value:g})")

@@ -28,21 +28,16 @@ def main() -> int:
             LYRA_DB_PATH=str(DEMO_DB.resolve()),
             LYRA_RATE_LIMIT_ENABLED="false",
         )
-        command = [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "crawl",
-            "serp",
-            "-a",
+        # cache=refresh: every demo run is a real crawl, not an answer from the last one.
+        arguments = [
             f"query={DEMO_QUERY}",
-            "-a",
             "engine=duckduckgo",
-            "-a",
             "serp_max_pages=3",
-            "-s",
-            "LOG_LEVEL=WARNING",
+            "cache=refresh",
         ]
+        command = [sys.executable, "-m", "scrapy", "crawl", "serp", "-s", "LOG_LEVEL=WARNING"]
+        for argument in arguments:
+            command += ["-a", argument]
         print("running:", " ".join(command[2:]))
         crawl = subprocess.run(command, env=env, check=False)
         if crawl.returncode != 0:

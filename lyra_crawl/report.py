@@ -24,11 +24,18 @@ def query_summary(storage: Storage, query_id: int, *, first_items: int = 5) -> s
         f"stop {', '.join(f'{k}: {v}' for k, v in sorted(stop.items())) or '-'}",
         "  pages:",
     ]
+    if row["cache_hit"]:
+        lines.insert(3, f"  answered from cache: the results of query {row['cached_from']}")
     for page in storage.pages(query_id):
         kept = per_page[(page["source"], page["page_number"])]
+        rates = "".join(
+            f", {name} {page[f'{name}_rate']:.2f}"
+            for name in ("novelty", "harvest")
+            if page[f"{name}_rate"] is not None
+        )
         lines.append(
             f"    {page['source']} page {page['page_number']}: {page['outcome']}, "
-            f"{page['results']} results, {kept} items kept"
+            f"{page['results']} results, {kept} items kept{rates}"
         )
     lines.append(f"  first {min(first_items, len(items))} items:")
     for item in items[:first_items]:

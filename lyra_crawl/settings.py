@@ -50,6 +50,10 @@ DEFAULT_REQUEST_HEADERS = {
     "Accept-Language": "en-US,en;q=0.8",
 }
 
+SPIDER_MIDDLEWARES = {
+    "lyra_crawl.middlewares.pagination.PaginationMiddleware": 800,
+}
+
 ITEM_PIPELINES = {
     "lyra_crawl.pipelines.NormalizePipeline": 100,
     "lyra_crawl.pipelines.DedupePipeline": 200,

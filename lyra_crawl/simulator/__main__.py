@@ -77,6 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="share of each later page's URLs repeated from earlier pages",
     )
     parser.add_argument(
+        "--overlap-step",
+        type=_share,
+        default=0.0,
+        help="overlap added per page after page 2 (overlap rises with depth)",
+    )
+    parser.add_argument(
+        "--shape-by-query",
+        action="store_true",
+        help="give each query its own seeded overlap, drift and length",
+    )
+    parser.add_argument(
         "--drift",
         type=_share,
         default=0.0,
@@ -101,8 +112,18 @@ def main(argv: list[str] | None = None) -> None:
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,
     )
-    shape = CorpusShape(results_total=args.results_total, overlap=args.overlap, drift=args.drift)
-    state = SimulatorState(shape=shape, faults=faults, log=open_log(args.request_log))
+    shape = CorpusShape(
+        results_total=args.results_total,
+        overlap=args.overlap,
+        overlap_step=args.overlap_step,
+        drift=args.drift,
+    )
+    state = SimulatorState(
+        shape=shape,
+        faults=faults,
+        log=open_log(args.request_log),
+        shape_by_query=args.shape_by_query,
+    )
     server = serve(args.host, args.port, state)
     host, port = server.server_address[:2]
     print(f"listening on http://{host}:{port}", flush=True)

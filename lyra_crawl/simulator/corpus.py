@@ -101,27 +101,60 @@ def make_result(query: str, index: int, on_topic: bool) -> SimResult:
 
 @dataclass(frozen=True)
 class CorpusShape:
+    """How a query's pages evolve with depth.
+
+    Page 1 is all new. Page p >= 2 repeats `overlap + overlap_step * (p - 2)` of its slots from
+    URLs earlier pages showed (capped at 1), and keeps `1 - drift * (p - 1)` of its results on
+    topic. Once `results_total` new results have been shown, pages are empty.
+    """
+
     results_total: int = 200
     overlap: float = 0.0
+    overlap_step: float = 0.0
     drift: float = 0.0
+
+    def overlap_at(self, page_number: int) -> float:
+        if page_number < 2:
+            return 0.0
+        return min(1.0, self.overlap + self.overlap_step * (page_number - 2))
+
+    def on_topic_at(self, page_number: int) -> float:
+        return max(0.0, 1.0 - self.drift * (page_number - 1))
+
+
+def shape_for_query(query: str) -> CorpusShape:
+    """A varied but reproducible shape per query, for benchmarks over many queries."""
+    rng = random.Random(_seed("shape", query))
+    return CorpusShape(
+        results_total=rng.randrange(60, 201, 10),
+        overlap=rng.uniform(0.0, 0.5),
+        overlap_step=rng.uniform(0.0, 0.3),
+        drift=rng.uniform(0.0, 0.3),
+    )
+
+
+def _fresh_before(page_number: int, per_page: int, shape: CorpusShape) -> int:
+    """How many distinct results pages 1..page_number-1 showed."""
+    shown = 0
+    for page in range(1, page_number):
+        repeats = round(per_page * shape.overlap_at(page)) if shown else 0
+        shown += min(per_page - repeats, max(0, shape.results_total - shown))
+    return shown
 
 
 def page_results(
     query: str, page_number: int, per_page: int, shape: CorpusShape
 ) -> list[SimResult]:
     """The results of page `page_number` (1-based), empty once the corpus is exhausted."""
-    start = (page_number - 1) * per_page
-    if start >= shape.results_total:
+    shown = _fresh_before(page_number, per_page, shape)
+    if shown >= shape.results_total:
         return []
-    count = min(per_page, shape.results_total - start)
     rng = random.Random(_seed("page", query, page_number))
-    repeats = round(count * shape.overlap) if page_number > 1 else 0
-    on_topic_share = max(0.0, 1.0 - shape.drift * (page_number - 1))
-    results = []
-    for slot in range(count):
-        # A repeated slot shows a URL an earlier page already showed.
-        index = rng.randrange(0, start) if slot < repeats else start + slot
-        on_topic = rng.random() < on_topic_share
-        results.append(make_result(query, index, on_topic))
+    repeats = round(per_page * shape.overlap_at(page_number)) if shown else 0
+    fresh = min(per_page - repeats, shape.results_total - shown)
+    # Repeated slots show URLs an earlier page already showed.
+    indexes = rng.sample(range(shown), min(repeats, shown)) + list(range(shown, shown + fresh))
+    on_topic_share = shape.on_topic_at(page_number)
+    results = [make_result(query, index, rng.random() < on_topic_share) for index in indexes]
     rng.shuffle(results)
     return results

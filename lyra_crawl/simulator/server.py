@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import parse_qsl, urlsplit
 
-from lyra_crawl.simulator.corpus import CorpusShape, page_results
+from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
 from lyra_crawl.simulator.engines import ENGINES, SimPage
 
 PageKey = tuple[str, int]
@@ -37,7 +37,11 @@ class SimulatorState:
     shape: CorpusShape
     faults: Faults
     log: IO[str] | None = None
+    shape_by_query: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def shape_for(self, query: str) -> CorpusShape:
+        return shape_for_query(query) if self.shape_by_query else self.shape
 
     def record(self, entry: dict[str, object]) -> None:
         if self.log is None:

@@ -10,8 +10,10 @@ hand a token from page to page, from page N's own next-page form. Each page is s
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import scrapy
@@ -21,13 +23,16 @@ from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from lyra_crawl.arguments import CrawlArguments, parse_crawl_arguments, usable_engines
+from lyra_crawl.cache import cache_key
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
-from lyra_crawl.engines.base import PageRequest, ParseResult
+from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
 from lyra_crawl.engines.parsing import parse_page
 from lyra_crawl.engines.request import build_page_request, ensure_engine_host
 from lyra_crawl.items import SerpItem
 from lyra_crawl.page_ledger import PageLedger
+from lyra_crawl.pagination import PaginationConfig, PaginationStrategy, Strategy
 from lyra_crawl.query import normalize_query
+from lyra_crawl.relevance import RelevanceConfig
 from lyra_crawl.routing import route_to_simulator
 from lyra_crawl.selection import choose_weighted
 from lyra_crawl.storage import PageRecord, QueryRecord, Storage, open_storage
@@ -52,6 +57,8 @@ class SerpSpider(scrapy.Spider):
         self.engine_name: str | None = None
         self.stop_reasons: dict[str, str] = {}
         self.simulator_url: str | None = None
+        self.cache_hit = False
+        self.relevance = RelevanceConfig(threshold=config.pagination.relevance_threshold)
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -88,12 +95,22 @@ class SerpSpider(scrapy.Spider):
             return
         self.engine_name = engine
         spec = self.config.engine(engine)
+        self.pagination = PaginationStrategy(
+            PaginationConfig(
+                serp_max_pages=args.serp_max_pages,
+                min_novelty_rate=self.config.pagination.min_novelty_rate,
+                min_harvest_rate=self.config.pagination.min_harvest_rate,
+                strategy=Strategy(args.strategy),
+            )
+        )
         self.first_page = args.serp_page
-        self.last_page = self._last_page(spec)
+        self.last_page = self.pagination.last_page(args.serp_page, self.page_cap(engine))
+        normalized = normalize_query(args.query)
+        self.cache_key = cache_key(normalized, [engine], args.time_range, args.serp_max_pages)
         self.query_id = self.storage.start_query(
             QueryRecord(
                 query_text=args.query,
-                normalized_query=normalize_query(args.query),
+                normalized_query=normalized,
                 engine=engine,
                 serp_page=args.serp_page,
                 serp_max_pages=args.serp_max_pages,
@@ -105,6 +122,11 @@ class SerpSpider(scrapy.Spider):
                 selection={"engine": engine, "reason": "explicit" if args.engine else "weighted"},
             )
         )
+        cached = self._cached_query()
+        if cached is not None:
+            for output in self._replay(cached):
+                yield output
+            return
         logger.info(
             "query %d: %r on %s, pages %d..%d",
             self.query_id,
@@ -115,20 +137,75 @@ class SerpSpider(scrapy.Spider):
         )
         if spec.next_page == "form" and args.serp_page > 1:
             logger.error("engine %s hands a token from page to page: start at serp_page=1", engine)
-            self.stop_reasons[engine] = "error"
+            self.record_stop(engine, "error", "serp_page > 1 on a token engine")
             return
         page = build_page_request(
             spec, args.query, args.serp_page, region=args.region, time_range=args.time_range
         )
         yield self._request(spec, page, args.serp_page)
 
-    def _last_page(self, spec: EngineSpec) -> int:
-        policy = self.config.policy(spec.name)
-        if not policy.pagination_enabled:
+    def page_cap(self, source: str) -> int:
+        """The highest page this source may reach: its max_pages, or serp_page when paging is
+        switched off for it in engines.yaml."""
+        if not self.config.policy(source).pagination_enabled:
             return self.arguments.serp_page
-        if self.arguments.strategy == "exhaustive":
-            return spec.max_pages
-        return min(self.arguments.serp_page + self.arguments.serp_max_pages - 1, spec.max_pages)
+        return self.config.engine(source).max_pages
+
+    # -- cache ---------------------------------------------------------------------------
+
+    def _cached_query(self) -> int | None:
+        if self.arguments.cache != "use":
+            return None
+        return self.storage.fresh_cache_entry(self.cache_key, datetime.now(UTC))
+
+    def _replay(self, cached_query_id: int) -> Iterator[SerpItem]:
+        """Re-emit the stored results of `cached_query_id` as this query's; no request."""
+        logger.info(
+            "query %d: answered from cache (query %d), no request sent",
+            self.query_id,
+            cached_query_id,
+        )
+        self.cache_hit = True
+        self.storage.mark_cache_hit(self.query_id, cached_query_id)
+        cached = self.storage.query(cached_query_id)
+        self.stop_reasons.update(json.loads(cached["stop_reason"] or "{}"))
+        self.crawler.stats.inc_value("lyra/cache/hit")
+        items = self.storage.items(cached_query_id)
+        for page in self.storage.pages(cached_query_id):
+            page_items = [
+                row
+                for row in items
+                if row["source"] == page["source"] and row["page_number"] == page["page_number"]
+            ]
+            self.pages.open_page(
+                PageRecord(
+                    query_id=self.query_id,
+                    source=page["source"],
+                    page_number=page["page_number"],
+                    outcome=page["outcome"],
+                    results=page["results"],
+                    url=page["url"],
+                    novelty_rate=page["novelty_rate"],
+                    harvest_rate=page["harvest_rate"],
+                ),
+                expected=len(page_items),
+            )
+            for position, row in enumerate(page_items, start=1):
+                yield SerpItem(
+                    query_id=self.query_id,
+                    source=row["source"],
+                    engine=row["engine"],
+                    page_number=row["page_number"],
+                    position=position,
+                    url=row["url"],
+                    title=row["title"],
+                    snippet=row["snippet"] or "",
+                    date=row["date"],
+                    doi=row["doi"],
+                    arxiv_id=row["arxiv_id"],
+                    pmid=row["pmid"],
+                    relevance=row["relevance"],
+                )
 
     def _request(self, spec: EngineSpec, page: PageRequest, page_number: int) -> Request:
         url = route_to_simulator(page.url, spec.name, self.simulator_url)
@@ -163,6 +240,7 @@ class SerpSpider(scrapy.Spider):
             spec, response.body, page_number, status=response.status, url=response.url
         )
         self._count(spec.name, result)
+        response.meta["lyra_outcome"] = result.outcome.value
         self.pages.open_page(
             PageRecord(
                 query_id=self.query_id,
@@ -194,7 +272,11 @@ class SerpSpider(scrapy.Spider):
             yield next_request
 
     def _next_page(self, spec: EngineSpec, result: ParseResult, page_number: int) -> Request | None:
-        """The request for the following page, or None with the stop reason recorded."""
+        """The request for the following page, if the engine can give one.
+
+        Whether it is worth sending is the pagination middleware's call; it drops the request
+        and records the stop reason (blocked, empty_page, max_pages, novelty, harvest, …).
+        """
         if result.blocked:
             logger.warning(
                 "%s blocked page %d (%s: %s); keeping pages %d..%d",
@@ -205,19 +287,18 @@ class SerpSpider(scrapy.Spider):
                 self.first_page,
                 page_number - 1,
             )
-            return self._stop(spec.name, "blocked")
-        if result.outcome.value == "error":
+            return None
+        if result.outcome is Outcome.ERROR:
             logger.error("%s page %d failed: %s", spec.name, page_number, result.detail)
-            return self._stop(spec.name, "error")
-        if not result.results:
-            return self._stop(spec.name, "empty_page")
-        if page_number >= self.last_page:
-            return self._stop(spec.name, "max_pages")
+            return None
+        if not result.results or page_number >= self.last_page:
+            return None
         following = page_number + 1
         if spec.next_page == "form":
             if result.next_request is None:
-                logger.info("%s page %d has no next-page form: last page", spec.name, page_number)
-                return self._stop(spec.name, "empty_page")
+                detail = f"page {page_number} has no next-page form"
+                self.record_stop(spec.name, "empty_page", detail)
+                return None
             page = result.next_request
         else:
             page = build_page_request(
@@ -230,10 +311,10 @@ class SerpSpider(scrapy.Spider):
         ensure_engine_host(spec, page.url, self.arguments.region)
         return self._request(spec, page, following)
 
-    def _stop(self, source: str, reason: str) -> None:
+    def record_stop(self, source: str, reason: str, detail: str) -> None:
+        """Why `source` stops paging; the last word wins (the middleware speaks last)."""
         self.stop_reasons[source] = reason
-        self.crawler.stats.inc_value(f"lyra/stop_reason/{reason}")
-        return None
+        logger.info("%s stops: %s (%s)", source, reason, detail)
 
     def _count(self, engine: str, result: ParseResult) -> None:
         stats = self.crawler.stats
@@ -256,16 +337,22 @@ class SerpSpider(scrapy.Spider):
             page_number - 1,
         )
         self.crawler.stats.inc_value(f"lyra/{engine}/outcome/network_error")
-        self._stop(engine, "error")
+        self.record_stop(engine, "error", failure.getErrorMessage())
 
     # -- close ---------------------------------------------------------------------------
 
     def closed(self, reason: str) -> None:
         self.pages.flush_all()
+        for stop_reason in self.stop_reasons.values():
+            self.crawler.stats.inc_value(f"lyra/stop_reason/{stop_reason}")
         if self.query_id is not None:
             status = "finished" if reason == "finished" else "interrupted"
             self.storage.finish_query(self.query_id, status=status, stop_reasons=self.stop_reasons)
             row = self.storage.query(self.query_id)
+            cacheable = status == "finished" and row["items"] and not self.cache_hit
+            if cacheable and self.arguments.cache != "off":
+                ttl = timedelta(hours=self.config.cache_ttl_hours)
+                self.storage.write_cache_entry(self.cache_key, self.query_id, ttl)
             logger.info(
                 "query %d %s: %d pages, %d items, stop %s",
                 self.query_id,

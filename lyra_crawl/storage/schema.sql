@@ -25,6 +25,7 @@ CREATE TABLE IF NOT EXISTS queries (
     harvest_rate     REAL,
     selection        TEXT,                              -- JSON: how the engine was chosen
     cache_hit        INTEGER NOT NULL DEFAULT 0,
+    cached_from      INTEGER,                           -- the query whose results were re-used
     job_id           TEXT,
     pid              INTEGER,
     started_at       TEXT NOT NULL,

@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -244,6 +244,47 @@ class Storage:
         return self._conn.execute(
             "SELECT * FROM serp_items WHERE query_id = ? ORDER BY source, rank", (query_id,)
         ).fetchall()
+
+    def earlier_urls(self, query_id: int) -> set[str]:
+        """Normalized URLs stored by earlier crawls of the same normalized query."""
+        rows = self._conn.execute(
+            "SELECT DISTINCT i.normalized_url FROM serp_items i JOIN queries q ON q.id = i.query_id"
+            " WHERE q.normalized_query = (SELECT normalized_query FROM queries WHERE id = ?)"
+            " AND q.id < ?",
+            (query_id, query_id),
+        ).fetchall()
+        return {row[0] for row in rows}
+
+    # -- search-level cache --------------------------------------------------------------
+
+    def fresh_cache_entry(self, key: str, now: datetime) -> int | None:
+        """The query whose stored results answer `key`, if its entry has not expired."""
+        row = self._conn.execute(
+            "SELECT query_id FROM serp_cache WHERE cache_key = ? AND expires_at > ?",
+            (key, now.isoformat(timespec="milliseconds")),
+        ).fetchone()
+        return row[0] if row else None
+
+    def write_cache_entry(self, key: str, query_id: int, ttl: timedelta) -> None:
+        now = datetime.now(UTC)
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO serp_cache (cache_key, query_id, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?)",
+                (
+                    key,
+                    query_id,
+                    now.isoformat(timespec="milliseconds"),
+                    (now + ttl).isoformat(timespec="milliseconds"),
+                ),
+            )
+
+    def mark_cache_hit(self, query_id: int, answered_by: int) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE queries SET cache_hit = 1, cached_from = ? WHERE id = ?",
+                (answered_by, query_id),
+            )
 
 
 def open_storage(
