@@ -6,13 +6,11 @@ query) in separate processes, alternating three times; the figure is the ratio o
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
+from benchmarks.crawl_runner import run_crawls
 from lyra_crawl.simulator.process import running_simulator
 
 QUERIES = 20
@@ -21,22 +19,8 @@ ROUNDS = 3
 
 
 def _pages_per_second(kind: str, simulator_url: str, db_path: Path) -> float:
-    output = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.crawl_runner",
-            kind,
-            simulator_url,
-            str(db_path),
-            str(QUERIES),
-            str(PAGES),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    measured = json.loads(output.strip().splitlines()[-1])
+    queries = [f"benchmark query {number}" for number in range(QUERIES)]
+    measured = run_crawls(kind, simulator_url, db_path, queries, PAGES)
     if measured["pages"] != QUERIES * PAGES:
         raise RuntimeError(f"{kind} fetched {measured['pages']} pages, expected {QUERIES * PAGES}")
     return measured["pages"] / measured["seconds"]

@@ -1,15 +1,18 @@
 """One timed crawl process for bench_crawl: K queries x M pages, `serp` or a bare spider.
 
-`python -m benchmarks.crawl_runner serp|bare SIMULATOR_URL DB_PATH QUERIES PAGES` prints the
-pages fetched and the seconds taken, as JSON. Both kinds run K crawlers in one process, each
+`python -m benchmarks.crawl_runner serp|bare SIMULATOR_URL DB_PATH QUERY_FILE PAGES` prints
+the pages fetched and the seconds taken, as JSON. Both kinds run K crawlers in one process, each
 paging one query one page at a time, so the only difference is lyra_crawl's own work.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import scrapy
@@ -43,30 +46,45 @@ class BareMojeekSpider(scrapy.Spider):
             )
 
 
-def main(kind: str, simulator_url: str, db_path: str, queries: int, pages: int) -> None:
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=("serp", "bare"))
+    parser.add_argument("simulator_url")
+    parser.add_argument("db_path")
+    parser.add_argument("query_file", help="one query per line")
+    parser.add_argument("pages", type=int)
+    parser.add_argument("--strategy", default="fixed")
+    args = parser.parse_args(argv)
+    queries = Path(args.query_file).read_text(encoding="utf-8").splitlines()
     settings = Settings()
     settings.setmodule("lyra_crawl.settings", priority="project")
     settings.update(
         {
-            "LYRA_SIMULATOR_URL": simulator_url,
-            "LYRA_DB_PATH": db_path,
+            "LYRA_SIMULATOR_URL": args.simulator_url,
+            "LYRA_DB_PATH": args.db_path,
             "LYRA_RATE_LIMIT_ENABLED": False,
             "LOG_LEVEL": "ERROR",
         },
         priority="cmdline",
     )
-    if kind == "bare":
+    if args.kind == "bare":
         settings.set("ITEM_PIPELINES", {}, priority="cmdline")
     process = CrawlerProcess(settings, install_root_handler=False)
     crawlers = []
-    for number in range(queries):
-        query = f"benchmark query {number}"
-        if kind == "serp":
+    for query in queries:
+        if args.kind == "serp":
             crawler = process.create_crawler(SerpSpider)
-            process.crawl(crawler, query=query, engine="mojeek", serp_max_pages=pages)
+            process.crawl(
+                crawler,
+                query=query,
+                engine="mojeek",
+                serp_max_pages=args.pages,
+                strategy=args.strategy,
+                cache="off",
+            )
         else:
             crawler = process.create_crawler(BareMojeekSpider)
-            process.crawl(crawler, simulator_url=simulator_url, query=query, pages=pages)
+            process.crawl(crawler, simulator_url=args.simulator_url, query=query, pages=args.pages)
         crawlers.append(crawler)
     started = time.perf_counter()
     process.start()
@@ -75,5 +93,36 @@ def main(kind: str, simulator_url: str, db_path: str, queries: int, pages: int) 
     print(json.dumps({"pages": fetched, "seconds": seconds}))
 
 
+def run_crawls(
+    kind: str,
+    simulator_url: str,
+    db_path: Path,
+    queries: list[str],
+    pages: int,
+    strategy: str = "fixed",
+) -> dict[str, float]:
+    """Run main() in a fresh process (one reactor per process) and return its figures."""
+    query_file = db_path.with_suffix(".queries")
+    query_file.write_text("\n".join(queries), encoding="utf-8")
+    output = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.crawl_runner",
+            kind,
+            simulator_url,
+            str(db_path),
+            str(query_file),
+            str(pages),
+            "--strategy",
+            strategy,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
+    main(sys.argv[1:])

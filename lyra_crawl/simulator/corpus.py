@@ -123,13 +123,17 @@ class CorpusShape:
 
 
 def shape_for_query(query: str) -> CorpusShape:
-    """A varied but reproducible shape per query, for benchmarks over many queries."""
+    """A varied but reproducible shape per query, for benchmarks over many queries.
+
+    Ranges follow what deep result pages look like: a little repetition on page 2 that grows
+    with depth, and relevance that fades within three to ten pages.
+    """
     rng = random.Random(_seed("shape", query))
     return CorpusShape(
         results_total=rng.randrange(60, 201, 10),
-        overlap=rng.uniform(0.0, 0.5),
-        overlap_step=rng.uniform(0.0, 0.3),
-        drift=rng.uniform(0.0, 0.3),
+        overlap=rng.uniform(0.0, 0.3),
+        overlap_step=rng.uniform(0.05, 0.25),
+        drift=rng.uniform(0.1, 0.4),
     )
 
 

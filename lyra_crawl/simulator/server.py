@@ -115,7 +115,9 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             limit = faults.empty_after.get(engine_name)
             empty = limit is not None and page_number > limit
             results = (
-                [] if empty else page_results(query, page_number, engine.per_page, state.shape)
+                []
+                if empty
+                else page_results(query, page_number, engine.per_page, state.shape_for(query))
             )
             self._send(engine.results_page(query, page_number, results))
 
