@@ -25,7 +25,7 @@ SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 PARSERS_FILE = "search_parsers.yaml"
 POLICY_FILE = "engines.yaml"
-BUNDLED_PACKAGE = "lyra_crawl.bundled_config"
+BUNDLED_FOLDER = "bundled_config"
 
 FAMILIES = ("html", "json", "atom", "xml")
 RENDERS = ("http", "browser")
@@ -189,13 +189,13 @@ def _read_file(path: Path) -> str:
 
 
 def _read_bundled(name: str) -> str:
-    try:
-        return resources.files(BUNDLED_PACKAGE).joinpath(name).read_text(encoding="utf-8")
-    except ModuleNotFoundError:
-        # A source checkout: the package sits beside the project's config/ folder. Installed
-        # eggs and wheels carry the files as lyra_crawl/bundled_config (see setup.py).
-        checkout = resources.files("lyra_crawl") / ".." / "config" / name
-        return checkout.read_text(encoding="utf-8")
+    package = resources.files("lyra_crawl")
+    # Eggs and wheels carry config/ as lyra_crawl/bundled_config (see setup.py); a source
+    # checkout has the package beside the project's config/ folder.
+    for candidate in (package / BUNDLED_FOLDER / name, package / ".." / "config" / name):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    raise ConfigError(f"bundled {name} not found: reinstall the package or set LYRA_CONFIG_DIR")
 
 
 def _safe_load(text: str, filename: str) -> dict[str, Any]:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +163,44 @@ def test_each_mistake_gets_one_clear_message(parsers_edit, policy_edit, message)
 def test_bad_yaml_is_a_config_error_never_code(text):
     with pytest.raises(ConfigError, match=r"search_parsers\.yaml"):
         parse_config(text, POLICY)
+
+
+def test_an_egg_finds_its_bundled_config_and_schema(tmp_path):
+    """Scrapyd runs the project from a zipped egg: config and schema must come from inside it."""
+    root = Path(__file__).resolve().parent.parent
+    build = subprocess.run(
+        [
+            sys.executable,
+            "setup.py",
+            "-q",
+            "bdist_egg",
+            "-d",
+            str(tmp_path / "dist"),
+            "-b",
+            str(tmp_path / "build"),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    shutil.rmtree(root / "lyra_crawl.egg-info", ignore_errors=True)
+    (egg,) = (tmp_path / "dist").glob("*.egg")
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import lyra_crawl.config as c, lyra_crawl.storage as s;"
+        "assert c.__file__.startswith(sys.argv[1]);"
+        "print(len(c.load_config().engines));"
+        "s.open_storage(sys.argv[2]).close()"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe, str(egg), str(tmp_path / "egg.sqlite3")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "LYRA_CONFIG_DIR"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert int(run.stdout) >= 13

@@ -210,8 +210,10 @@ class Storage:
         with self.transaction() as conn:
             before = conn.total_changes
             conn.executemany(
-                f"INSERT OR IGNORE INTO serp_items ({', '.join(ITEM_COLUMNS)})"
-                f" VALUES ({placeholders})",
+                # Only a URL already stored for the query is skipped (a resumed crawl); any
+                # other constraint (a missing page number, title) fails the whole page.
+                f"INSERT INTO serp_items ({', '.join(ITEM_COLUMNS)}) VALUES ({placeholders})"
+                " ON CONFLICT (query_id, normalized_url) DO NOTHING",
                 rows,
             )
             stored = conn.total_changes - before
