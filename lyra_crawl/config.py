@@ -24,6 +24,7 @@ from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 PARSERS_FILE = "search_parsers.yaml"
+MAX_CONFIG_CHARS = 1_000_000
 POLICY_FILE = "engines.yaml"
 BUNDLED_FOLDER = "bundled_config"
 
@@ -199,6 +200,11 @@ def _read_bundled(name: str) -> str:
 
 
 def _safe_load(text: str, filename: str) -> dict[str, Any]:
+    if len(text) > MAX_CONFIG_CHARS:
+        raise ConfigError(
+            f"{filename}: {len(text)} characters is far more than a config needs "
+            f"(limit {MAX_CONFIG_CHARS}): check that the right file is in place"
+        )
     try:
         # The C loader is SafeLoader's libyaml twin: same safety, ten times faster.
         doc = yaml.load(text, Loader=SafeLoader)
@@ -209,6 +215,8 @@ def _safe_load(text: str, filename: str) -> dict[str, Any]:
         raise ConfigError(
             f"{filename}:{line} is not valid YAML ({problem}): fix the syntax"
         ) from None
+    except RecursionError:
+        raise ConfigError(f"{filename}: nested too deeply to be a config: fix the file") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{filename}: must be a mapping with an 'engines:' section")
     return doc
@@ -235,13 +243,54 @@ def _mapping(value: Any, filename: str, engine: str, key: str) -> dict[str, Any]
     return value
 
 
+def _show(value: Any) -> str:
+    """A short, safe rendering of a config value for error messages (never expands aliases)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        text = repr(value)
+        return text if len(text) <= 80 else f"{text[:76]}...{text[-1]}"
+    return f"a {type(value).__name__}"
+
+
+def _scalars(value: Any, filename: str, engine: str, key: str) -> dict[str, str]:
+    """A mapping of plain values (strings, numbers), as text; nulls are left out."""
+    result = {}
+    for name, item in _mapping(value, filename, engine, key).items():
+        if item is None:
+            continue
+        if not isinstance(item, str | int | float | bool):
+            raise ConfigError(
+                f"{_where(filename, engine, f'{key}.{name}')} must be a plain value "
+                f"(got {_show(item)})"
+            )
+        result[str(name)] = str(item)
+    return result
+
+
+def _list(value: Any, filename: str, engine: str, key: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"{_where(filename, engine, key)} must be a list (got {_show(value)})")
+    return value
+
+
+def _string_list(value: Any, filename: str, engine: str, key: str) -> tuple[str, ...]:
+    return tuple(
+        _typed(item, str, filename, engine, key) for item in _list(value, filename, engine, key)
+    )
+
+
+def _optional_str(value: Any, filename: str, engine: str, key: str) -> str | None:
+    return None if value is None else _typed(value, str, filename, engine, key)
+
+
 def _typed(value: Any, kind: type, filename: str, engine: str, key: str) -> Any:
     ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if not ok:
         raise ConfigError(
-            f"{_where(filename, engine, key)} must be {_type_name(kind)} (got {value!r})"
+            f"{_where(filename, engine, key)} must be {_type_name(kind)} (got {_show(value)})"
         )
     return value
 
@@ -255,7 +304,8 @@ def _type_name(kind: type) -> str:
 def _choice(value: Any, choices: tuple[str, ...], filename: str, engine: str, key: str) -> str:
     if value not in choices:
         raise ConfigError(
-            f"{_where(filename, engine, key)} must be one of {', '.join(choices)} (got {value!r})"
+            f"{_where(filename, engine, key)} must be one of {', '.join(choices)} "
+            f"(got {_show(value)})"
         )
     return value
 
@@ -281,11 +331,7 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
             f"{_where(f, name, 'url')} may use only {{language}}, in the host (got {url!r}): "
             "put query values under params"
         )
-    params = {
-        str(k): str(v)
-        for k, v in _mapping(get("params"), f, name, "params").items()
-        if v is not None
-    }
+    params = _scalars(get("params"), f, name, "params")
     for key, template in params.items():
         unknown = _placeholders(template) - PARAM_PLACEHOLDERS
         if unknown:
@@ -306,27 +352,27 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
     max_pages = _typed(_require(node, "max_pages", f, name), int, f, name, "max_pages")
     if max_pages < 1:
         raise ConfigError(f"{_where(f, name, 'max_pages')} must be >= 1 (got {max_pages})")
-    first_page_omits = tuple(str(p) for p in get("first_page_omits") or ())
+    first_page_omits = _string_list(get("first_page_omits"), f, name, "first_page_omits")
     for param in first_page_omits:
         if param not in params:
             raise ConfigError(
                 f"{_where(f, name, 'first_page_omits')} names '{param}', which is not in params: "
                 "remove it or add the parameter"
             )
-    time_range = {
-        str(k): str(v) for k, v in _mapping(get("time_range"), f, name, "time_range").items()
-    }
+    time_range = _scalars(get("time_range"), f, name, "time_range")
     for key in time_range:
         _choice(key, TIME_RANGES, f, name, f"time_range.{key}")
-    region = {str(k): str(v) for k, v in _mapping(get("region"), f, name, "region").items()}
+    region = _scalars(get("region"), f, name, "region")
     default_region = get("default_region")
+    if default_region is not None:
+        default_region = _typed(default_region, str, f, name, "default_region")
     if default_region is not None and default_region not in region:
         raise ConfigError(
             f"{_where(f, name, 'default_region')} is {default_region!r}, "
             "which is not a key of region"
         )
     family = _choice(_require(node, "family", f, name), FAMILIES, f, name, "family")
-    parse = {str(k): str(v) for k, v in _mapping(get("parse"), f, name, "parse").items()}
+    parse = _scalars(get("parse"), f, name, "parse")
     implemented = _typed(get("implemented", True), bool, f, name, "implemented")
     if implemented and family == "html":
         for rule in REQUIRED_HTML_RULES:
@@ -350,14 +396,17 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
         page_base=_typed(get("page_base", 1), int, f, name, "page_base"),
         first_page_omits=first_page_omits,
         next_page=next_page,
-        next_page_form=get("next_page_form"),
+        next_page_form=_optional_str(get("next_page_form"), f, name, "next_page_form"),
         max_pages=max_pages,
         max_query_length=_typed(get("max_query_length", 2000), int, f, name, "max_query_length"),
         time_range=time_range,
         region=region,
         default_region=default_region,
         parse=parse,
-        blocks=tuple(_block_rule(name, i, rule) for i, rule in enumerate(get("blocks") or ())),
+        blocks=tuple(
+            _block_rule(name, i, rule)
+            for i, rule in enumerate(_list(get("blocks"), f, name, "blocks"))
+        ),
     )
 
 
