@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from lyra_crawl.simulator.corpus import CorpusShape
-from lyra_crawl.simulator.engines import ENGINES
+from lyra_crawl.simulator.engines import ENGINE_NAMES, build_engines
 from lyra_crawl.simulator.server import Faults, SimulatorState, open_log, serve
 
 
@@ -14,12 +14,12 @@ def _engine_page(value: str, extra: int = 0) -> tuple[str, ...]:
     parts = value.split(":")
     if (
         len(parts) != 2 + extra
-        or parts[0] not in ENGINES
+        or parts[0] not in ENGINE_NAMES
         or not all(p.isdigit() for p in parts[1:])
     ):
         shape = "ENGINE:PAGE" + ":CODE" * extra
         raise argparse.ArgumentTypeError(
-            f"expected {shape} with ENGINE one of {', '.join(ENGINES)} (got {value!r})"
+            f"expected {shape} with ENGINE one of {', '.join(ENGINE_NAMES)} (got {value!r})"
         )
     return tuple(parts)
 
@@ -68,6 +68,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ENGINE:PAGE",
         help="pages after PAGE have no results",
     )
+    parser.add_argument(
+        "--repeat-at",
+        action="append",
+        default=[],
+        type=_engine_page,
+        metavar="ENGINE:PAGE",
+        help="answer that page with the page before it (a soft block)",
+    )
+    parser.add_argument(
+        "--google-js",
+        action="store_true",
+        help="Google pages insert their results with JavaScript, as the real engine does",
+    )
     parser.add_argument("--latency-ms", type=int, default=0)
     parser.add_argument("--retry-after", type=int, default=2, help="Retry-After seconds on 429")
     parser.add_argument(
@@ -98,11 +111,17 @@ def main(argv: list[str] | None = None) -> None:
         status_at={(e, int(p)): int(c) for e, p, c in args.status_at},
         drop_at={(e, int(p)) for e, p in args.drop_at},
         empty_after={e: int(p) for e, p in args.empty_after},
+        repeat_at={(e, int(p)) for e, p in args.repeat_at},
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,
     )
     shape = CorpusShape(results_total=args.results_total, overlap=args.overlap, drift=args.drift)
-    state = SimulatorState(shape=shape, faults=faults, log=open_log(args.request_log))
+    state = SimulatorState(
+        shape=shape,
+        faults=faults,
+        log=open_log(args.request_log),
+        engines=build_engines(google_js=args.google_js),
+    )
     server = serve(args.host, args.port, state)
     host, port = server.server_address[:2]
     print(f"listening on http://{host}:{port}", flush=True)
