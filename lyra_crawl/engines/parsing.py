@@ -35,14 +35,17 @@ def parse_page(
     block = detect_block(spec, text, status, url, doc)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
-    if status >= 400:
-        return ParseResult(outcome=Outcome.ERROR, detail=f"HTTP {status}")
     if spec.family == "html":
+        if status >= 400:
+            return ParseResult(outcome=Outcome.ERROR, detail=f"HTTP {status}")
         if doc is None:
             return ParseResult(outcome=Outcome.EMPTY, detail="empty body")
         found = html.extract(spec, doc, page_number)
     else:
         found = HOOKS[spec.parser or ""](spec, body, page_number, url)
+        if status >= 400:
+            # An API's error document says more than its status; results never count.
+            return ParseResult(outcome=Outcome.ERROR, detail=found.error or f"HTTP {status}")
     return _judge(spec, found, page_number)
 
 
