@@ -282,18 +282,7 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
             f"{_where(f, name, 'url')} may use only {{language}}, in the host (got {url!r}): "
             "put query values under params"
         )
-    params = {
-        str(k): str(v)
-        for k, v in _mapping(get("params"), f, name, "params").items()
-        if v is not None
-    }
-    for key, template in params.items():
-        unknown = _placeholders(template) - PARAM_PLACEHOLDERS
-        if unknown:
-            raise ConfigError(
-                f"{_where(f, name, f'params.{key}')} uses unknown placeholder "
-                f"{{{sorted(unknown)[0]}}}: use one of {', '.join(sorted(PARAM_PLACEHOLDERS))}"
-            )
+    params = _template_params(get("params"), name, "params", PARAM_PLACEHOLDERS)
     pagination_type = _choice(
         _require(node, "pagination_type", f, name), PAGINATION_TYPES, f, name, "pagination_type"
     )
@@ -413,15 +402,26 @@ def _follow_up(engine: str, node: Any, host: str | None) -> FollowUp | None:
             f"{_where(f, engine, 'follow_up.url')} must be on the engine's host {host} "
             f"(got {url!r})"
         )
-    params = {str(k): str(v) for k, v in _mapping(node.get("params"), f, engine, "").items()}
-    for key, template in params.items():
-        unknown = _placeholders(template) - FOLLOW_UP_PLACEHOLDERS
+    params = _template_params(
+        node.get("params"), engine, "follow_up.params", FOLLOW_UP_PLACEHOLDERS
+    )
+    return FollowUp(url=url, params=params)
+
+
+def _template_params(
+    node: Any, engine: str, key: str, placeholders: frozenset[str]
+) -> dict[str, str]:
+    """Query parameters whose values may use only the given {placeholders}."""
+    f = PARSERS_FILE
+    params = {str(k): str(v) for k, v in _mapping(node, f, engine, key).items() if v is not None}
+    for name, template in params.items():
+        unknown = _placeholders(template) - placeholders
         if unknown:
             raise ConfigError(
-                f"{_where(f, engine, f'follow_up.params.{key}')} uses unknown placeholder "
-                f"{{{sorted(unknown)[0]}}}: only {{ids}} is known"
+                f"{_where(f, engine, f'{key}.{name}')} uses unknown placeholder "
+                f"{{{sorted(unknown)[0]}}}: use one of {', '.join(sorted(placeholders))}"
             )
-    return FollowUp(url=url, params=params)
+    return params
 
 
 def _block_rule(engine: str, index: int, node: Any) -> BlockRule:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
+import yaml
 
-from lyra_crawl.config import load_config
+from lyra_crawl.config import ConfigError, load_config, parse_config
 from lyra_crawl.engines.request import QueryError, build_follow_up, build_page_request
+from tests.conftest import ROOT
 
 CONFIG = load_config()
 QUERY = "heat pumps"
@@ -88,3 +91,33 @@ def test_pubmed_follow_up_asks_esummary_for_the_ids_in_order() -> None:
         "id": "3,1,2",
         "retmode": "json",
     }
+
+
+@pytest.mark.parametrize(
+    ("engine", "change", "message"),
+    [
+        ("startpage", {"token_page": "https://evil.example/"}, "must be on the engine's host"),
+        ("startpage", {"token_fields": None}, "token_page and token_fields go together"),
+        ("qwant", {"parser": "nosuch"}, "parser must be one of"),
+        ("bing", {"parser": "qwant"}, "html engines are parsed by their XPath rules"),
+        ("duckduckgo", {"next_page_form": None}, "next_page_form is missing"),
+        (
+            "pubmed",
+            {
+                "follow_up": {
+                    "url": "https://eutils.ncbi.nlm.nih.gov/x",
+                    "params": {"id": "{pmids}"},
+                }
+            },
+            "unknown placeholder {pmids}",
+        ),
+    ],
+)
+def test_engine_fields_are_validated_with_a_clear_message(engine, change, message) -> None:
+    parsers = yaml.safe_load((ROOT / "config" / "search_parsers.yaml").read_text())
+    parsers["engines"][engine].update(change)
+    policy = (ROOT / "config" / "engines.yaml").read_text()
+
+    with pytest.raises(ConfigError, match=re.escape(message)) as error:
+        parse_config(yaml.safe_dump(parsers), policy)
+    assert str(error.value).startswith(f"search_parsers.yaml: engine '{engine}': ")

@@ -6,12 +6,15 @@ repeats the previous page of the same source.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import lxml.html
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import Outcome, ParseResult
+from lyra_crawl.engines.html import compiled
 
 # Statuses that are blocks whatever the engine's markers say.
 STATUS_BLOCKS = {429: Outcome.RATE_LIMITED}
@@ -25,11 +28,9 @@ def detect_block(
     doc: lxml.html.HtmlElement | None = None,
 ) -> tuple[Outcome, str] | None:
     """The block this response is, with the marker that matched, or None."""
-    # Saved and re-indented pages break sentences across lines; markers match either way.
-    text = " ".join(text.split())
     for rule in spec.blocks:
         if status in rule.status and (
-            not rule.body_contains or any(m in text for m in rule.body_contains)
+            not rule.body_contains or any(_contains(text, m) for m in rule.body_contains)
         ):
             return rule.kind, f"HTTP {status}"
         for marker in rule.url_contains:
@@ -37,15 +38,25 @@ def detect_block(
                 return rule.kind, f"redirected to {url}"
         if not rule.status:
             for marker in rule.body_contains:
-                if marker in text:
+                if _contains(text, marker):
                     return rule.kind, f"page contains {marker!r}"
         if doc is not None:
             for xpath in rule.xpath:
-                if doc.xpath(xpath):
+                if compiled(xpath)(doc):
                     return rule.kind, f"page matches {xpath!r}"
     if status in STATUS_BLOCKS:
         return STATUS_BLOCKS[status], f"HTTP {status}"
     return None
+
+
+@lru_cache(maxsize=256)
+def _marker_pattern(marker: str) -> re.Pattern[str]:
+    # Saved and re-indented pages break sentences across lines: any whitespace run matches.
+    return re.compile(r"\s+".join(re.escape(word) for word in marker.split()))
+
+
+def _contains(text: str, marker: str) -> bool:
+    return _marker_pattern(marker).search(text) is not None
 
 
 def repeated_page(previous_urls: Sequence[str] | None, result: ParseResult) -> ParseResult:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from urllib.parse import urljoin
 
 import lxml.html
@@ -48,10 +49,16 @@ def element_text(node: object) -> str:
     return ""
 
 
+@lru_cache(maxsize=1024)
+def compiled(xpath: str) -> etree.XPath:
+    """The XPath compiled once: rules run for every result of every page."""
+    return etree.XPath(xpath)
+
+
 def first_match(node: etree._Element, xpaths: Sequence[str]) -> list:
     """The nodes found by the first alternative that finds any."""
     for xpath in xpaths:
-        found = node.xpath(xpath)
+        found = compiled(xpath)(node)
         if found:
             return found
     return []

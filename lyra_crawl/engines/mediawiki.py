@@ -24,18 +24,20 @@ def _text(fragment: str) -> str:
     )
 
 
-def _api_error(doc: dict) -> str:
-    error = doc.get("error")
-    return f"{error.get('code')}: {error.get('info')}" if isinstance(error, dict) else ""
-
-
-def wikipedia(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
+def _api_document(body: bytes) -> tuple[dict, str]:
+    """The decoded answer, and the API's error message ('' when there is none)."""
     try:
         doc = load_json(body)
     except ValueError as exc:
-        return Extracted(error=str(exc))
-    if _api_error(doc):
-        return Extracted(error=_api_error(doc))
+        return {}, str(exc)
+    error = doc.get("error")
+    return doc, f"{error.get('code')}: {error.get('info')}" if isinstance(error, dict) else ""
+
+
+def wikipedia(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
+    doc, error = _api_document(body)
+    if error:
+        return Extracted(error=error)
     host = urlsplit(url).hostname or ""
     if not host.endswith(".wikipedia.org"):
         host = expected_host(spec)
@@ -62,12 +64,9 @@ def wikipedia(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extr
 
 
 def wikidata(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    try:
-        doc = load_json(body)
-    except ValueError as exc:
-        return Extracted(error=str(exc))
-    if _api_error(doc):
-        return Extracted(error=_api_error(doc))
+    doc, error = _api_document(body)
+    if error:
+        return Extracted(error=error)
     results = []
     for row in doc.get("search") or ():
         link = row.get("url") or row.get("concepturi") or ""

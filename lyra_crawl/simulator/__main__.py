@@ -31,19 +31,19 @@ def _share(value: str) -> float:
     return number
 
 
+def _page_fault(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:
+    """A repeatable ENGINE:PAGE fault option."""
+    parser.add_argument(
+        flag, action="append", default=[], type=_engine_page, metavar="ENGINE:PAGE", help=help_text
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lyra_crawl.simulator", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--request-log", help="append one JSON line per request to this file")
-    parser.add_argument(
-        "--captcha-at",
-        action="append",
-        default=[],
-        type=_engine_page,
-        metavar="ENGINE:PAGE",
-        help="answer that page with a CAPTCHA page",
-    )
+    _page_fault(parser, "--captcha-at", "answer that page with a CAPTCHA page")
     parser.add_argument(
         "--status-at",
         action="append",
@@ -52,30 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ENGINE:PAGE:CODE",
         help="answer that page with an HTTP status (429 carries Retry-After)",
     )
-    parser.add_argument(
-        "--drop-at",
-        action="append",
-        default=[],
-        type=_engine_page,
-        metavar="ENGINE:PAGE",
-        help="close the connection without an answer",
-    )
-    parser.add_argument(
-        "--empty-after",
-        action="append",
-        default=[],
-        type=_engine_page,
-        metavar="ENGINE:PAGE",
-        help="pages after PAGE have no results",
-    )
-    parser.add_argument(
-        "--repeat-at",
-        action="append",
-        default=[],
-        type=_engine_page,
-        metavar="ENGINE:PAGE",
-        help="answer that page with the page before it (a soft block)",
-    )
+    _page_fault(parser, "--drop-at", "close the connection without an answer")
+    _page_fault(parser, "--empty-after", "pages after PAGE have no results")
+    _page_fault(parser, "--repeat-at", "answer that page with the page before it (a soft block)")
     parser.add_argument(
         "--google-js",
         action="store_true",

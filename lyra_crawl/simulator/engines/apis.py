@@ -51,9 +51,7 @@ class Wikipedia(OffsetPaged):
     per_page = 20
     page_param = "sroffset"
     step = 20
-
-    def query(self, params: dict[str, str]) -> str:
-        return params.get("srsearch", "")
+    query_param = "srsearch"
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         offset = (page_number - 1) * self.step
@@ -85,9 +83,7 @@ class Wikidata(OffsetPaged):
     per_page = 7
     page_param = "continue"
     step = 7
-
-    def query(self, params: dict[str, str]) -> str:
-        return params.get("search", "")
+    query_param = "search"
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         offset = (page_number - 1) * self.step

@@ -52,6 +52,7 @@ class SimEngine:
 
     name = ""
     per_page = 10
+    query_param = "q"
 
     def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
         """A page that is not a result page (a home page with a token, a follow-up answer)."""
@@ -62,7 +63,7 @@ class SimEngine:
         raise NotImplementedError
 
     def query(self, params: dict[str, str]) -> str:
-        return params.get("q", "")
+        return params.get(self.query_param, "")
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         raise NotImplementedError

@@ -59,14 +59,12 @@ class PubMed(OffsetPaged):
     per_page = 20
     page_param = "retstart"
     step = 20
+    query_param = "term"
 
     def __init__(self) -> None:
         # PMIDs handed out by esearch, for esummary to describe; the server is threaded.
         self._issued: dict[str, SimResult] = {}
         self._lock = threading.Lock()
-
-    def query(self, params: dict[str, str]) -> str:
-        return params.get("term", "")
 
     def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
         if not path.endswith("/esummary.fcgi"):

@@ -29,6 +29,7 @@ def _hidden(fields: dict[str, object]) -> str:
 
 class Startpage(SimEngine):
     name = "startpage"
+    query_param = "query"
 
     def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
         if path == "/":
@@ -52,9 +53,6 @@ class Startpage(SimEngine):
 
     def refused(self) -> SimPage:
         return self.captcha_page("")
-
-    def query(self, params: dict[str, str]) -> str:
-        return params.get("query", "")
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         rows = "".join(

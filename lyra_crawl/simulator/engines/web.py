@@ -236,9 +236,7 @@ class Marginalia(OffsetPaged):
     page_param = "page"
     step = 1
     base = 1
-
-    def query(self, params: dict[str, str]) -> str:
-        return params.get("query", "")
+    query_param = "query"
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         rows = "".join(
