@@ -39,6 +39,10 @@ PARAM_PLACEHOLDERS = frozenset(
 )
 HOST_PLACEHOLDERS = frozenset({"language"})
 REQUIRED_HTML_RULES = ("results", "url", "title")
+# Parsers for bodies that XPath rules cannot describe (JSON, Atom, E-utilities XML), by name;
+# lyra_crawl.engines.parsing maps each name to its module.
+PARSER_HOOKS = ("qwant", "wikipedia", "wikidata", "arxiv", "pubmed")
+FOLLOW_UP_PLACEHOLDERS = frozenset({"ids"})
 
 
 class ConfigError(ValueError):
@@ -53,6 +57,15 @@ class BlockRule:
     status: tuple[int, ...] = ()
     body_contains: tuple[str, ...] = ()
     url_contains: tuple[str, ...] = ()
+    xpath: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A second request that completes a page (PubMed: esummary for the ids esearch found)."""
+
+    url: str
+    params: Mapping[str, str]
 
 
 @dataclass(frozen=True)
@@ -74,12 +87,17 @@ class EngineSpec:
     first_page_omits: tuple[str, ...]
     next_page: str
     next_page_form: str | None
+    token_page: str | None
+    token_fields: tuple[str, ...]
+    follow_up: FollowUp | None
+    parser: str | None
     max_pages: int
     max_query_length: int
     time_range: Mapping[str, str]
     region: Mapping[str, str]
     default_region: str | None
-    parse: Mapping[str, str]
+    # Each rule is a list of XPath alternatives, tried in order until one finds something.
+    parse: Mapping[str, tuple[str, ...]]
     blocks: tuple[BlockRule, ...]
 
     @property
@@ -274,12 +292,6 @@ def _list(value: Any, filename: str, engine: str, key: str) -> list[Any]:
     return value
 
 
-def _string_list(value: Any, filename: str, engine: str, key: str) -> tuple[str, ...]:
-    return tuple(
-        _typed(item, str, filename, engine, key) for item in _list(value, filename, engine, key)
-    )
-
-
 def _optional_str(value: Any, filename: str, engine: str, key: str) -> str | None:
     return None if value is None else _typed(value, str, filename, engine, key)
 
@@ -331,14 +343,7 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
             f"{_where(f, name, 'url')} may use only {{language}}, in the host (got {url!r}): "
             "put query values under params"
         )
-    params = _scalars(get("params"), f, name, "params")
-    for key, template in params.items():
-        unknown = _placeholders(template) - PARAM_PLACEHOLDERS
-        if unknown:
-            raise ConfigError(
-                f"{_where(f, name, f'params.{key}')} uses unknown placeholder "
-                f"{{{sorted(unknown)[0]}}}: use one of {', '.join(sorted(PARAM_PLACEHOLDERS))}"
-            )
+    params = _template_params(get("params"), name, "params", PARAM_PLACEHOLDERS)
     pagination_type = _choice(
         _require(node, "pagination_type", f, name), PAGINATION_TYPES, f, name, "pagination_type"
     )
@@ -372,13 +377,41 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
             "which is not a key of region"
         )
     family = _choice(_require(node, "family", f, name), FAMILIES, f, name, "family")
-    parse = _scalars(get("parse"), f, name, "parse")
+    parse = {
+        str(k): _string_list(v, f, name, f"parse.{k}")
+        for k, v in _mapping(get("parse"), f, name, "parse").items()
+    }
     implemented = _typed(get("implemented", True), bool, f, name, "implemented")
     if implemented and family == "html":
         for rule in REQUIRED_HTML_RULES:
             if not parse.get(rule):
                 raise ConfigError(f"{_where(f, name, f'parse.{rule}')} is missing: add an XPath")
+    parser = get("parser")
+    if family == "html" and parser is not None:
+        raise ConfigError(
+            f"{_where(f, name, 'parser')} is set, but html engines are parsed by their XPath "
+            "rules: remove it"
+        )
+    if family != "html":
+        parser = _choice(parser, PARSER_HOOKS, f, name, "parser")
     next_page = _choice(get("next_page", "formula"), NEXT_PAGE_MODES, f, name, "next_page")
+    next_page_form = _optional_str(get("next_page_form"), f, name, "next_page_form")
+    if next_page == "form" and not next_page_form:
+        raise ConfigError(
+            f"{_where(f, name, 'next_page_form')} is missing: next_page form needs the XPath "
+            "of the next-page form"
+        )
+    token_page = _optional_str(get("token_page"), f, name, "token_page")
+    if token_page is not None and urlsplit(str(token_page)).hostname != parts.hostname:
+        raise ConfigError(
+            f"{_where(f, name, 'token_page')} must be on the engine's host {parts.hostname} "
+            f"(got {token_page!r})"
+        )
+    token_fields = _string_list(get("token_fields"), f, name, "token_fields")
+    if bool(token_page) != bool(token_fields):
+        raise ConfigError(
+            f"{_where(f, name, 'token_page')} and token_fields go together: give both or neither"
+        )
     return EngineSpec(
         name=name,
         implemented=implemented,
@@ -396,7 +429,11 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
         page_base=_typed(get("page_base", 1), int, f, name, "page_base"),
         first_page_omits=first_page_omits,
         next_page=next_page,
-        next_page_form=_optional_str(get("next_page_form"), f, name, "next_page_form"),
+        next_page_form=next_page_form,
+        token_page=token_page,
+        token_fields=token_fields,
+        follow_up=_follow_up(name, get("follow_up"), parts.hostname),
+        parser=parser,
         max_pages=max_pages,
         max_query_length=_typed(get("max_query_length", 2000), int, f, name, "max_query_length"),
         time_range=time_range,
@@ -410,6 +447,47 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
     )
 
 
+def _string_list(value: Any, filename: str, engine: str, key: str) -> tuple[str, ...]:
+    """A string or a list of strings, as a tuple (empty when absent)."""
+    if value is None:
+        return ()
+    values = value if isinstance(value, list) else [value]
+    return tuple(_typed(v, str, filename, engine, key) for v in values)
+
+
+def _follow_up(engine: str, node: Any, host: str | None) -> FollowUp | None:
+    f = PARSERS_FILE
+    if node is None:
+        return None
+    node = _mapping(node, f, engine, "follow_up")
+    url = _typed(_require(node, "url", f, engine), str, f, engine, "follow_up.url")
+    if urlsplit(url).hostname != host:
+        raise ConfigError(
+            f"{_where(f, engine, 'follow_up.url')} must be on the engine's host {host} "
+            f"(got {url!r})"
+        )
+    params = _template_params(
+        node.get("params"), engine, "follow_up.params", FOLLOW_UP_PLACEHOLDERS
+    )
+    return FollowUp(url=url, params=params)
+
+
+def _template_params(
+    node: Any, engine: str, key: str, placeholders: frozenset[str]
+) -> dict[str, str]:
+    """Query parameters whose values may use only the given {placeholders}."""
+    f = PARSERS_FILE
+    params = _scalars(node, f, engine, key)
+    for name, template in params.items():
+        unknown = _placeholders(template) - placeholders
+        if unknown:
+            raise ConfigError(
+                f"{_where(f, engine, f'{key}.{name}')} uses unknown placeholder "
+                f"{{{sorted(unknown)[0]}}}: use one of {', '.join(sorted(placeholders))}"
+            )
+    return params
+
+
 def _block_rule(engine: str, index: int, node: Any) -> BlockRule:
     f = PARSERS_FILE
     node = _mapping(node, f, engine, f"blocks[{index}]")
@@ -418,21 +496,23 @@ def _block_rule(engine: str, index: int, node: Any) -> BlockRule:
     status = node.get("status") or []
     body = node.get("body_contains") or []
     url = node.get("url_contains") or []
+    xpath = node.get("xpath") or []
     for key, values, kind_type in (
         ("status", status, int),
         ("body_contains", body, str),
         ("url_contains", url, str),
+        ("xpath", xpath, str),
     ):
         if not isinstance(values, list):
             raise ConfigError(f"{_where(f, engine, f'blocks[{index}].{key}')} must be a list")
         for value in values:
             _typed(value, kind_type, f, engine, f"blocks[{index}].{key}")
-    if not (status or body or url):
+    if not (status or body or url or xpath):
         raise ConfigError(
-            f"{_where(f, engine, f'blocks[{index}]')} has no marker: give status, body_contains "
-            "or url_contains"
+            f"{_where(f, engine, f'blocks[{index}]')} has no marker: give status, body_contains, "
+            "url_contains or xpath"
         )
-    return BlockRule(Outcome(kind), tuple(status), tuple(body), tuple(url))
+    return BlockRule(Outcome(kind), tuple(status), tuple(body), tuple(url), tuple(xpath))
 
 
 def _engine_policy(name: str, node: Any) -> EnginePolicy:

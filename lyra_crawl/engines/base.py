@@ -6,8 +6,10 @@ spider only wires it in. Nothing here imports Scrapy.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Outcome(StrEnum):
@@ -20,6 +22,9 @@ class Outcome(StrEnum):
     GEO_BLOCK = "geo_block"
     RATE_LIMITED = "rate_limited"
     ACCESS_DENIED = "access_denied"
+    # Results came back, but not the page asked for: the same page again, or another page
+    # number. Engines do this instead of a CAPTCHA when they throttle quietly.
+    SOFT_BLOCK = "soft_block"
     ERROR = "error"
 
     @property
@@ -34,6 +39,7 @@ BLOCK_OUTCOMES = frozenset(
         Outcome.GEO_BLOCK,
         Outcome.RATE_LIMITED,
         Outcome.ACCESS_DENIED,
+        Outcome.SOFT_BLOCK,
     }
 )
 
@@ -62,15 +68,46 @@ class PageRequest:
 
 
 @dataclass(frozen=True)
+class Extracted:
+    """What a family parser found in a body, before parse_page decides the page's outcome."""
+
+    results: tuple[SerpResult, ...] = ()
+    # The page number the response says it is, when it says so.
+    shown_page: int | None = None
+    # Set when the engine answered with an error document instead of results.
+    error: str = ""
+    # A block the body itself declares (an API's error code) where no marker can tell it.
+    block: Outcome | None = None
+    next_request: PageRequest | None = None
+    follow_up: PageRequest | None = None
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ParseResult:
-    """Results of one page plus what the page was; `next_request` carries token hand-offs."""
+    """Results of one page plus what the page was.
+
+    `next_request` carries token hand-offs to page N+1. `follow_up` is a second request that
+    completes this page (PubMed's esummary): until it is answered the results carry ids only.
+    `tokens` are the fields a token page (Startpage's home page) hands to page 1.
+    """
 
     outcome: Outcome
     results: tuple[SerpResult, ...] = ()
     detail: str = ""
     next_request: PageRequest | None = None
+    follow_up: PageRequest | None = None
+    tokens: tuple[tuple[str, str], ...] = ()
     dropped: dict[str, int] = field(default_factory=dict)
 
     @property
     def blocked(self) -> bool:
         return self.outcome.is_block
+
+
+def load_json(body: bytes) -> Any:
+    """The decoded JSON body; ValueError (with the reason) when it is not JSON."""
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"body is not JSON ({exc})") from None

@@ -1,19 +1,36 @@
-"""Tell a block page (CAPTCHA, JS wall, geo-block, 403/429) from a page of results. Pure."""
+"""Tell a block page (CAPTCHA, JS wall, geo-block, 403/429, soft block) from a page of results.
+
+Pure. Markers come from the engine's `blocks` in search_parsers.yaml; a soft block is a page that
+repeats the previous page of the same source.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+import lxml.html
+
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Outcome
+from lyra_crawl.engines.base import Outcome, ParseResult
+from lyra_crawl.engines.html import compiled
 
 # Statuses that are blocks whatever the engine's markers say.
 STATUS_BLOCKS = {429: Outcome.RATE_LIMITED}
 
 
-def detect_block(spec: EngineSpec, text: str, status: int, url: str) -> tuple[Outcome, str] | None:
+def detect_block(
+    spec: EngineSpec,
+    text: str,
+    status: int,
+    url: str,
+    doc: lxml.html.HtmlElement | None = None,
+) -> tuple[Outcome, str] | None:
     """The block this response is, with the marker that matched, or None."""
     for rule in spec.blocks:
         if status in rule.status and (
-            not rule.body_contains or any(m in text for m in rule.body_contains)
+            not rule.body_contains or any(_contains(text, m) for m in rule.body_contains)
         ):
             return rule.kind, f"HTTP {status}"
         for marker in rule.url_contains:
@@ -21,8 +38,34 @@ def detect_block(spec: EngineSpec, text: str, status: int, url: str) -> tuple[Ou
                 return rule.kind, f"redirected to {url}"
         if not rule.status:
             for marker in rule.body_contains:
-                if marker in text:
+                if _contains(text, marker):
                     return rule.kind, f"page contains {marker!r}"
+        if doc is not None:
+            for xpath in rule.xpath:
+                if compiled(xpath)(doc):
+                    return rule.kind, f"page matches {xpath!r}"
     if status in STATUS_BLOCKS:
         return STATUS_BLOCKS[status], f"HTTP {status}"
     return None
+
+
+@lru_cache(maxsize=256)
+def _marker_pattern(marker: str) -> re.Pattern[str]:
+    # Saved and re-indented pages break sentences across lines: any whitespace run matches.
+    return re.compile(r"\s+".join(re.escape(word) for word in marker.split()))
+
+
+def _contains(text: str, marker: str) -> bool:
+    return _marker_pattern(marker).search(text) is not None
+
+
+def repeated_page(previous_urls: Sequence[str] | None, result: ParseResult) -> ParseResult:
+    """`result` as a soft block when it shows exactly the URLs of the page before it."""
+    urls = [found.url for found in result.results]
+    if not previous_urls or not urls or list(previous_urls) != urls:
+        return result
+    return ParseResult(
+        outcome=Outcome.SOFT_BLOCK,
+        detail="the engine answered with the previous page again",
+        dropped=result.dropped,
+    )

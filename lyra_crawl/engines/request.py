@@ -7,6 +7,7 @@ checked against the engine's configured host, so no query can change where a req
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from urllib.parse import urlencode, urlsplit
 
 from lyra_crawl.config import EngineSpec
@@ -95,10 +96,15 @@ def build_page_request(
     *,
     region: str | None = None,
     time_range: str | None = None,
+    tokens: Mapping[str, str] | None = None,
 ) -> PageRequest:
-    """The GET (or POST) request for page `page_number` computed from the spec's formula."""
+    """The GET (or POST) request for page `page_number` computed from the spec's formula.
+
+    `tokens` are fields a token page handed over (Startpage's `sc`), sent along unchanged.
+    """
     if page_number < 1:
         raise QueryError(f"page numbers start at 1 (got {page_number})")
+    check_max_pages(spec, page_number)
     check_query(spec, query)
     region_value = resolve_region(spec, region)
     values = {
@@ -117,9 +123,29 @@ def build_page_request(
         value = template.format_map(values)
         if value:
             params.append((key, value))
+    params.extend((tokens or {}).items())
     base = spec.url.format(language=region_value) if "{language}" in spec.url else spec.url
     url = f"{base}?{urlencode(params)}" if params else base
     ensure_engine_host(spec, url, region)
     if spec.method == "POST":
         return PageRequest(url=base, method="POST", formdata=tuple(params))
     return PageRequest(url=url)
+
+
+def check_max_pages(spec: EngineSpec, page_number: int) -> None:
+    """Refuse a page past the engine's own cap, before any request is built."""
+    if page_number > spec.max_pages:
+        raise QueryError(
+            f"engine '{spec.name}' serves at most {spec.max_pages} pages: page {page_number} "
+            "is never requested"
+        )
+
+
+def build_follow_up(spec: EngineSpec, ids: Sequence[str]) -> PageRequest:
+    """The request that completes a page from the ids it listed (PubMed's esummary)."""
+    if spec.follow_up is None:
+        raise ValueError(f"engine '{spec.name}' has no follow_up in its spec")
+    params = [
+        (key, template.format(ids=",".join(ids))) for key, template in spec.follow_up.params.items()
+    ]
+    return PageRequest(url=f"{spec.follow_up.url}?{urlencode(params)}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from lyra_crawl.simulator.corpus import CorpusShape
-from lyra_crawl.simulator.engines import ENGINES
+from lyra_crawl.simulator.engines import ENGINE_NAMES, build_engines
 from lyra_crawl.simulator.server import Faults, SimulatorState, open_log, serve
 
 
@@ -14,12 +14,12 @@ def _engine_page(value: str, extra: int = 0) -> tuple[str, ...]:
     parts = value.split(":")
     if (
         len(parts) != 2 + extra
-        or parts[0] not in ENGINES
+        or parts[0] not in ENGINE_NAMES
         or not all(p.isdigit() for p in parts[1:])
     ):
         shape = "ENGINE:PAGE" + ":CODE" * extra
         raise argparse.ArgumentTypeError(
-            f"expected {shape} with ENGINE one of {', '.join(ENGINES)} (got {value!r})"
+            f"expected {shape} with ENGINE one of {', '.join(ENGINE_NAMES)} (got {value!r})"
         )
     return tuple(parts)
 
@@ -31,19 +31,19 @@ def _share(value: str) -> float:
     return number
 
 
+def _page_fault(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:
+    """A repeatable ENGINE:PAGE fault option."""
+    parser.add_argument(
+        flag, action="append", default=[], type=_engine_page, metavar="ENGINE:PAGE", help=help_text
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lyra_crawl.simulator", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--request-log", help="append one JSON line per request to this file")
-    parser.add_argument(
-        "--captcha-at",
-        action="append",
-        default=[],
-        type=_engine_page,
-        metavar="ENGINE:PAGE",
-        help="answer that page with a CAPTCHA page",
-    )
+    _page_fault(parser, "--captcha-at", "answer that page with a CAPTCHA page")
     parser.add_argument(
         "--status-at",
         action="append",
@@ -52,21 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ENGINE:PAGE:CODE",
         help="answer that page with an HTTP status (429 carries Retry-After)",
     )
+    _page_fault(parser, "--drop-at", "close the connection without an answer")
+    _page_fault(parser, "--empty-after", "pages after PAGE have no results")
+    _page_fault(parser, "--repeat-at", "answer that page with the page before it (a soft block)")
     parser.add_argument(
-        "--drop-at",
-        action="append",
-        default=[],
-        type=_engine_page,
-        metavar="ENGINE:PAGE",
-        help="close the connection without an answer",
-    )
-    parser.add_argument(
-        "--empty-after",
-        action="append",
-        default=[],
-        type=_engine_page,
-        metavar="ENGINE:PAGE",
-        help="pages after PAGE have no results",
+        "--google-js",
+        action="store_true",
+        help="Google pages insert their results with JavaScript, as the real engine does",
     )
     parser.add_argument("--latency-ms", type=int, default=0)
     parser.add_argument("--retry-after", type=int, default=2, help="Retry-After seconds on 429")
@@ -109,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         status_at={(e, int(p)): int(c) for e, p, c in args.status_at},
         drop_at={(e, int(p)) for e, p in args.drop_at},
         empty_after={e: int(p) for e, p in args.empty_after},
+        repeat_at={(e, int(p)) for e, p in args.repeat_at},
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,
     )
@@ -123,6 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         faults=faults,
         log=open_log(args.request_log),
         shape_by_query=args.shape_by_query,
+        engines=build_engines(google_js=args.google_js),
     )
     server = serve(args.host, args.port, state)
     host, port = server.server_address[:2]

@@ -2,7 +2,8 @@
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
 injected per engine and page: CAPTCHA pages, HTTP status codes, dropped connections, latency,
-empty pages after a given page.
+empty pages after a given page. Pages that are not result pages (a token-bearing home page, a
+follow-up answer, the page a CAPTCHA redirect lands on) are answered before any fault.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import IO
 from urllib.parse import parse_qsl, urlsplit
 
 from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
-from lyra_crawl.simulator.engines import ENGINES, SimPage
+from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
 
 PageKey = tuple[str, int]
 
@@ -28,6 +29,8 @@ class Faults:
     status_at: dict[PageKey, int] = field(default_factory=dict)
     drop_at: set[PageKey] = field(default_factory=set)
     empty_after: dict[str, int] = field(default_factory=dict)
+    # Pages answered with the previous page's content: a quietly throttling engine.
+    repeat_at: set[PageKey] = field(default_factory=set)
     latency_ms: int = 0
     retry_after_s: int = 2
 
@@ -38,6 +41,7 @@ class SimulatorState:
     faults: Faults
     log: IO[str] | None = None
     shape_by_query: bool = False
+    engines: dict[str, SimEngine] = field(default_factory=build_engines)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def shape_for(self, query: str) -> CorpusShape:
@@ -81,19 +85,22 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                     "params": params,
                 }
             )
-            engine = ENGINES.get(engine_name)
+            engine = state.engines.get(engine_name)
             if engine is None:
                 self._send(SimPage(404, f"unknown engine {engine_name!r}", "text/plain"))
                 return
+            page = engine.other_page("/" + rest, params)
+            if page is not None:
+                self._send(page, engine_name)
+                return
             page_number = engine.page_number(params)
             if page_number is None:
-                home = getattr(engine, "home_page", None)
-                self._send(home() if home else SimPage(400, "bad request", "text/plain"))
+                self._send(engine.refused(), engine_name)
                 return
             self._answer(engine_name, engine, params, page_number)
 
         def _answer(
-            self, engine_name: str, engine, params: dict[str, str], page_number: int
+            self, engine_name: str, engine: SimEngine, params: dict[str, str], page_number: int
         ) -> None:
             faults = state.faults
             key = (engine_name, page_number)
@@ -105,7 +112,7 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 return
             query = engine.query(params)
             if key in faults.captcha_at:
-                self._send(engine.captcha_page(query))
+                self._send(engine.captcha_page(query), engine_name)
                 return
             if key in faults.status_at:
                 status = faults.status_at[key]
@@ -114,6 +121,8 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 return
             limit = faults.empty_after.get(engine_name)
             empty = limit is not None and page_number > limit
+            if key in faults.repeat_at:
+                page_number -= 1
             results = (
                 []
                 if empty
@@ -121,12 +130,14 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             )
             self._send(engine.results_page(query, page_number, results))
 
-        def _send(self, page: SimPage) -> None:
+        def _send(self, page: SimPage, engine_name: str = "") -> None:
             body = page.body.encode("utf-8")
             self.send_response(page.status)
             self.send_header("Content-Type", page.content_type)
             self.send_header("Content-Length", str(len(body)))
             for name, value in page.headers:
+                if name == "Location" and value.startswith("/"):
+                    value = f"/{engine_name}{value}"  # the engine's own path, under its prefix
                 self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)

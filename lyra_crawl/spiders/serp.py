@@ -5,14 +5,17 @@ time_range, region, task_id; Scrapyd's `_job` is accepted. Settings: LYRA_CONFIG
 LYRA_DB_PATH, LYRA_SIMULATOR_URL, LYRA_RATE_LIMIT_ENABLED (see settings.py and the README).
 
 Page N+1 is requested only after page N is parsed, from the URL formula or, for engines that
-hand a token from page to page, from page N's own next-page form. Each page is stored whole.
+hand a token from page to page, from page N's own next-page form. Engines with a token page
+(Startpage) have it fetched before page 1; engines whose page needs a follow-up request (PubMed's
+esummary) have it answered before the page is opened. A page that repeats the previous page of
+its source is a soft block. Each page is stored whole.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,14 +29,15 @@ from lyra_crawl.arguments import CrawlArguments, parse_crawl_arguments, usable_e
 from lyra_crawl.cache import cache_key
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
-from lyra_crawl.engines.parsing import parse_page
-from lyra_crawl.engines.request import build_page_request, ensure_engine_host
+from lyra_crawl.engines.blocks import repeated_page
+from lyra_crawl.engines.parsing import parse_page, parse_token_page
+from lyra_crawl.engines.request import QueryError, build_page_request, ensure_engine_host
 from lyra_crawl.items import SerpItem
 from lyra_crawl.page_ledger import PageLedger
 from lyra_crawl.pagination import PaginationConfig, PaginationStrategy, Strategy
 from lyra_crawl.query import normalize_query
 from lyra_crawl.relevance import RelevanceConfig
-from lyra_crawl.routing import route_to_simulator
+from lyra_crawl.routing import engine_url, route_to_simulator
 from lyra_crawl.selection import choose_weighted
 from lyra_crawl.storage import PageRecord, QueryRecord, Storage, open_storage
 
@@ -59,6 +63,8 @@ class SerpSpider(scrapy.Spider):
         self.simulator_url: str | None = None
         self.cache_hit = False
         self.relevance = RelevanceConfig(threshold=config.pagination.relevance_threshold)
+        # URLs of the last page parsed per source, to catch an engine repeating a page.
+        self.previous_urls: dict[str, tuple[str, ...]] = {}
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -139,9 +145,18 @@ class SerpSpider(scrapy.Spider):
             logger.error("engine %s hands a token from page to page: start at serp_page=1", engine)
             self.record_stop(engine, "error", "serp_page > 1 on a token engine")
             return
-        page = build_page_request(
-            spec, args.query, args.serp_page, region=args.region, time_range=args.time_range
-        )
+        if spec.token_page:
+            token_page = PageRequest(url=spec.token_page)
+            yield self._request(spec, token_page, args.serp_page, callback=self.parse_token_page)
+            return
+        try:
+            page = build_page_request(
+                spec, args.query, args.serp_page, region=args.region, time_range=args.time_range
+            )
+        except QueryError as exc:
+            logger.error("%s", exc)
+            self.record_stop(engine, "max_pages", str(exc))
+            return
         yield self._request(spec, page, args.serp_page)
 
     def page_cap(self, source: str) -> int:
@@ -207,10 +222,18 @@ class SerpSpider(scrapy.Spider):
                     relevance=row["relevance"],
                 )
 
-    def _request(self, spec: EngineSpec, page: PageRequest, page_number: int) -> Request:
+    def _request(
+        self,
+        spec: EngineSpec,
+        page: PageRequest,
+        page_number: int,
+        callback: Callable[[Response], Any] | None = None,
+    ) -> Request:
         url = route_to_simulator(page.url, spec.name, self.simulator_url)
+        callback = callback or self.parse_serp
         meta = {
             "lyra_engine": spec.name,
+            "lyra_engine_url": page.url,
             "lyra_source": spec.name,
             "lyra_page": page_number,
             "download_slot": spec.name,
@@ -223,22 +246,57 @@ class SerpSpider(scrapy.Spider):
                 url,
                 formdata=list(page.formdata or ()),
                 meta=meta,
-                callback=self.parse_serp,
+                callback=callback,
                 errback=self.page_failed,
                 dont_filter=True,
             )
         return Request(
-            url, meta=meta, callback=self.parse_serp, errback=self.page_failed, dont_filter=True
+            url, meta=meta, callback=callback, errback=self.page_failed, dont_filter=True
         )
 
     # -- pages ---------------------------------------------------------------------------
+
+    def _engine_url(self, response: Response) -> str:
+        """The response's URL on the engine's own host, for parsers that read it."""
+        meta = response.meta
+        return engine_url(
+            response.url, meta["lyra_engine_url"], meta["lyra_engine"], self.simulator_url
+        )
+
+    def parse_token_page(self, response: Response) -> Any:
+        """Read the token page's fields and request page 1 with them."""
+        spec = self.config.engine(response.meta["lyra_engine"])
+        result = parse_token_page(
+            spec, response.body, status=response.status, url=self._engine_url(response)
+        )
+        self.crawler.stats.inc_value(f"lyra/{spec.name}/token_page/{result.outcome.value}")
+        if result.outcome is not Outcome.OK:
+            logger.warning("%s token page %s: %s", spec.name, result.outcome.value, result.detail)
+            self.record_stop(spec.name, "blocked" if result.blocked else "error", result.detail)
+            return
+        args = self.arguments
+        page = build_page_request(
+            spec,
+            args.query,
+            args.serp_page,
+            region=args.region,
+            time_range=args.time_range,
+            tokens=dict(result.tokens),
+        )
+        yield self._request(spec, page, args.serp_page)
 
     def parse_serp(self, response: Response) -> Any:
         spec = self.config.engine(response.meta["lyra_engine"])
         page_number = response.meta["lyra_page"]
         result = parse_page(
-            spec, response.body, page_number, status=response.status, url=response.url
+            spec, response.body, page_number, status=response.status, url=self._engine_url(response)
         )
+        if result.follow_up is not None:
+            # The page is complete only with the follow-up's answer, parsed by this same method.
+            yield self._request(spec, result.follow_up, page_number)
+            return
+        result = repeated_page(self.previous_urls.get(spec.name), result)
+        self.previous_urls[spec.name] = tuple(found.url for found in result.results)
         self._count(spec.name, result)
         response.meta["lyra_outcome"] = result.outcome.value
         self.pages.open_page(
@@ -291,7 +349,16 @@ class SerpSpider(scrapy.Spider):
         if result.outcome is Outcome.ERROR:
             logger.error("%s page %d failed: %s", spec.name, page_number, result.detail)
             return None
-        if not result.results or page_number >= self.last_page:
+        if not result.results:
+            return None
+        if page_number >= self.last_page:
+            if page_number >= spec.max_pages:
+                logger.info(
+                    "%s: page %d not requested: the engine serves at most %d pages",
+                    spec.name,
+                    page_number + 1,
+                    spec.max_pages,
+                )
             return None
         following = page_number + 1
         if spec.next_page == "form":

@@ -1,0 +1,56 @@
+"""arXiv API (export.arxiv.org/api/query): an Atom feed paged by `start` / `max_results`.
+
+Ids are kept without their version (2202.12139v1 -> 2202.12139), so every version of a paper
+is one result. A bad query answers HTTP 400 with a feed of one entry titled "Error" whose id
+points into /api/errors (seen 2026-04): that is an error, not a result.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lxml import etree
+
+from lyra_crawl.config import EngineSpec
+from lyra_crawl.engines.base import Extracted, SerpResult
+
+NS = {
+    "atom": "http://www.w3.org/2005/Atom",
+    "arxiv": "http://arxiv.org/schemas/atom",
+    "opensearch": "http://a9.com/-/spec/opensearch/1.1/",
+}
+_ABS_RE = re.compile(r"arxiv\.org/abs/(?P<id>.+?)(?:v\d+)?$")
+_PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
+
+
+def _text(entry: etree._Element, path: str) -> str:
+    return " ".join(entry.findtext(path, default="", namespaces=NS).split())
+
+
+def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
+    try:
+        feed = etree.fromstring(body, parser=_PARSER)
+    except etree.XMLSyntaxError as exc:
+        return Extracted(error=f"body is not an Atom feed ({exc})")
+    results = []
+    for entry in feed.iterfind("atom:entry", NS):
+        entry_id = _text(entry, "atom:id")
+        if "/api/errors" in entry_id:
+            return Extracted(error=f"arXiv API error: {_text(entry, 'atom:summary')}")
+        match = _ABS_RE.search(entry_id)
+        if match is None:
+            continue
+        arxiv_id = match.group("id")
+        results.append(
+            SerpResult(
+                url=f"https://arxiv.org/abs/{arxiv_id}",
+                title=_text(entry, "atom:title"),
+                snippet=_text(entry, "atom:summary"),
+                date=_text(entry, "atom:published") or None,
+                doi=_text(entry, "arxiv:doi") or None,
+                arxiv_id=arxiv_id,
+            )
+        )
+    start = feed.findtext("opensearch:startIndex", namespaces=NS)
+    shown = int(start) // spec.results_per_page + 1 if start and start.isdigit() else None
+    return Extracted(results=tuple(results), shown_page=shown)

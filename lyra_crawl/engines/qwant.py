@@ -1,0 +1,37 @@
+"""Qwant web search API (api.qwant.com/v3/search/web): JSON, results in `mainline` groups.
+
+Only groups of type `web` are organic results; `ads` and widget groups are skipped. Errors come
+back as `status: error` with a code: 24 means too many requests, a `captchaUrl` is DataDome's
+CAPTCHA (seen 2026-04).
+"""
+
+from __future__ import annotations
+
+from lyra_crawl.config import EngineSpec
+from lyra_crawl.engines.base import Extracted, Outcome, SerpResult, load_json
+
+RATE_LIMIT_CODE = 24
+
+
+def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
+    try:
+        doc = load_json(body)
+    except ValueError as exc:
+        return Extracted(error=str(exc))
+    data = doc.get("data") or {}
+    if doc.get("status") != "success":
+        if (data.get("error_data") or {}).get("captchaUrl"):
+            return Extracted(block=Outcome.CAPTCHA, error="DataDome CAPTCHA")
+        code = data.get("error_code")
+        if code == RATE_LIMIT_CODE:
+            return Extracted(block=Outcome.RATE_LIMITED, error=f"error_code {code}")
+        return Extracted(error=f"Qwant error_code {code}")
+    groups = ((data.get("result") or {}).get("items") or {}).get("mainline") or []
+    results = tuple(
+        SerpResult(url=item["url"], title=item["title"], snippet=item.get("desc") or "")
+        for group in groups
+        if group.get("type") == "web"
+        for item in group.get("items") or ()
+        if item.get("url") and item.get("title")
+    )
+    return Extracted(results=results)

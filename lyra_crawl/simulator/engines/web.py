@@ -1,0 +1,255 @@
+"""HTML result pages of the formula-paged engines, each in its real engine's markup shape.
+
+Google, Bing, Mojeek, Brave, Ecosia and Marginalia: our own templates with the elements, ids and
+classes the parsers rely on, an ad or widget where the real page has one, and the real paging
+parameter.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from html import escape
+from urllib.parse import quote, urlencode, urlsplit
+
+from lyra_crawl.simulator.corpus import SimResult
+from lyra_crawl.simulator.engines.base import OffsetPaged, SimPage, html_page, redirect
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).hostname or ""
+
+
+class Google(OffsetPaged):
+    """www.google.com/search: `start` = (N-1)*10, absent on page 1.
+
+    With `javascript` on, results reach the page only through a script (as on the real page
+    today): a plain HTTP client sees the "enable JavaScript" interstitial, a browser the results.
+    """
+
+    name = "google"
+    page_param = "start"
+
+    def __init__(self, javascript: bool = False) -> None:
+        self.javascript = javascript
+
+    def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
+        if not path.startswith("/sorry/"):
+            return None
+        return html_page(
+            "https://www.google.com/search",
+            '<form id="captcha-form" action="index" method="post">'
+            '<div id="recaptcha" class="g-recaptcha" data-sitekey="sim"></div></form>'
+            "<div>Our systems have detected unusual traffic from your computer network.</div>",
+            status=429,
+        )
+
+    def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        rows = "".join(
+            f'<div class="MjjYud"><div class="g tF2Cxc" data-hveid="CA{i}"><div class="yuRUbf">'
+            f'<a href="{escape(r.url)}"><h3 class="LC20lb">{escape(r.title)}</h3>'
+            f"<cite>{escape(_host(r.url))}</cite></a></div>"
+            f'<div class="VwiC3b">{escape(r.snippet)}</div></div></div>'
+            for i, r in enumerate(results)
+        )
+        ad = (
+            '<div id="tvcap"><div id="tads"><div class="uEierd">'
+            '<a href="https://www.googleadservices.com/pagead/aclk?sa=sim">'
+            "<h3>Sponsored: best deals</h3></a></div></div></div>"
+        )
+        following = urlencode({"q": query, "start": page_number * self.step})
+        pager = (
+            f'<div id="botstuff"><div id="navcnt"><table><tr><td class="cur">{page_number}</td>'
+            f'<td><a href="/search?{following}"><h3>More results</h3></a></td></tr></table>'
+            "</div></div>"
+        )
+        main = (
+            f'<div id="main"><div id="center_col">{ad}<div id="search"><div id="rso">{rows}'
+            f"</div></div>{pager if results else ''}</div></div>"
+        )
+        if self.javascript:
+            main = (
+                '<noscript><meta content="0;url=/httpservice/retry/enablejs?sei=sim" '
+                'http-equiv="refresh"></noscript><div id="app"></div><script>'
+                f"document.getElementById('app').innerHTML = {json.dumps(main)};</script>"
+            )
+        return html_page(f"{query} - Google Search", main)
+
+    def captcha_page(self, query: str) -> SimPage:
+        return redirect("/sorry/index?" + urlencode({"continue": f"/search?q={query}"}))
+
+
+def bing_link(url: str) -> str:
+    """Bing's click-tracking link: `u` is "a1" + the target in unpadded URL-safe base64."""
+    encoded = base64.urlsafe_b64encode(url.encode("utf-8")).decode("ascii").rstrip("=")
+    return "https://www.bing.com/ck/a?!&&" + urlencode({"p": "sim", "u": f"a1{encoded}", "ntb": 1})
+
+
+class Bing(OffsetPaged):
+    """www.bing.com/search: `first` = (N-1)*10+1."""
+
+    name = "bing"
+    page_param = "first"
+    base = 1
+
+    def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        rows = "".join(
+            f'<li class="b_algo"><h2><a href="{escape(bing_link(r.url))}">{escape(r.title)}</a>'
+            f'</h2><div class="b_caption"><p>{escape(r.snippet)}</p></div></li>'
+            for r in results
+        )
+        ad = (
+            '<li class="b_ad"><ul><li><h2><a href="https://www.bing.com/aclick?ld=sim">'
+            "Sponsored: shop now</a></h2></li></ul></li>"
+        )
+        following = urlencode({"q": query, "first": page_number * self.step + self.base})
+        pager = (
+            f'<li class="b_pag"><nav><ul><li><a class="sb_pagS sb_pagS_bp b_widePag sb_bp" '
+            f'aria-label="Page {page_number}">{page_number}</a></li>'
+            f'<li><a href="/search?{following}">{page_number + 1}</a></li></ul></nav></li>'
+        )
+        content = (
+            f"{ad}{rows}{pager}"
+            if results
+            else '<li class="b_no"><h1>There are no results for this question.</h1></li>'
+        )
+        return html_page(f"{query} - Search", f'<ol id="b_results">{content}</ol>')
+
+    def captcha_page(self, query: str) -> SimPage:
+        return html_page(
+            f"{query} - Search",
+            "<h1>One last step</h1><p>Please solve the challenge below to continue</p>",
+        )
+
+
+class Mojeek(OffsetPaged):
+    """www.mojeek.com/search: `s` = (N-1)*10+1, absent on page 1."""
+
+    name = "mojeek"
+    page_param = "s"
+    base = 1
+
+    def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        items = "".join(
+            f'<li class="r{i}"><a title="{escape(r.url)}" href="{escape(r.url)}" class="ob">'
+            f'<p class="i"><span class="url">{escape(r.url)}</span></p></a>'
+            f'<h2><a class="title" title="{escape(r.url)}" href="{escape(r.url)}">'
+            f"{escape(r.title)}</a></h2>"
+            f'<p class="s">{escape(r.snippet)}</p></li>'
+            for i, r in enumerate(results, start=1)
+        )
+        links = "".join(
+            f'<li><a href="/search?{urlencode({"q": query, "s": (n - 1) * self.step + 1})}">'
+            f"{n}</a></li>"
+            for n in range(page_number + 1, page_number + 4)
+        )
+        content = (
+            f'<ul class="results-standard">{items}</ul>'
+            f'<div class="pagination"><ul>{links}</ul></div>'
+            if results
+            else '<div class="no-results"><p>No pages found matching your query.</p></div>'
+        )
+        return html_page(f"{query} - Mojeek Search", content)
+
+    def captcha_page(self, query: str) -> SimPage:
+        return html_page(
+            "403 - Forbidden",
+            "<h1>Sorry, your network appears to be sending automated queries</h1>",
+            status=403,
+        )
+
+
+class Brave(OffsetPaged):
+    """search.brave.com/search: `offset` = page index (0, 1, 2, …), absent on page 1."""
+
+    name = "brave"
+    per_page = 20
+    page_param = "offset"
+    step = 1
+
+    def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        rows = "".join(
+            f'<div class="snippet svelte-sim" data-pos="{i}" data-type="web" data-keynav="true">'
+            f'<div class="result-wrapper"><div class="result-content">'
+            f'<a href="{escape(r.url)}" target="_self" class="l1"><div class="site-name-wrapper">'
+            f'<cite class="snippet-url">{escape(_host(r.url))}</cite></div>'
+            f'<div class="title search-snippet-title" title="{escape(r.title)}">'
+            f"{escape(r.title)}</div></a>"
+            f'<div class="generic-snippet"><div class="content">{escape(r.snippet)}</div></div>'
+            "</div></div></div>"
+            for i, r in enumerate(results)
+        )
+        videos = (
+            '<div class="snippet" data-type="videos"><a href="https://www.youtube.com/watch?v=sim">'
+            '<div class="title">Videos</div></a></div>'
+        )
+        return html_page(
+            f"{query} - Brave Search", f'<div id="results">{rows}{videos if rows else ""}</div>'
+        )
+
+    def captcha_page(self, query: str) -> SimPage:
+        return html_page("Brave Search", '<div id="captcha-challenge">Verify you are human</div>')
+
+
+class Ecosia(OffsetPaged):
+    """www.ecosia.org/search: `p` = N-1, absent on page 1."""
+
+    name = "ecosia"
+    page_param = "p"
+    step = 1
+
+    def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        rows = "".join(
+            '<div data-test-id="mainline-result-web" class="mainline__result-wrapper">'
+            '<article data-test-id="organic-result" class="result web-result mainline__result">'
+            f'<div class="result__header"><a data-test-id="result-link" href="{escape(r.url)}" '
+            f'class="result-info__link">{escape(_host(r.url))}</a></div>'
+            f'<a data-test-id="result-link" href="{escape(r.url)}" class="result__link">'
+            f'<h2 data-test-id="result-title" class="result-title">{escape(r.title)}</h2></a>'
+            f'<div data-test-id="result-description"><p data-test-id="web-result-description">'
+            f"{escape(r.snippet)}</p></div></article></div>"
+            for r in results
+        )
+        ad = (
+            '<div data-test-id="mainline-result-ad" class="mainline__result-wrapper">'
+            '<div data-test-id="ad-google"><article class="ad-result"><a href="https://ad.sim/">'
+            "<h2>Sponsored</h2></a></article></div></div>"
+        )
+        return html_page(
+            f"{query} - Ecosia", f'<div class="mainline">{ad if rows else ""}{rows}</div>'
+        )
+
+    def captcha_page(self, query: str) -> SimPage:
+        return redirect("/captcha?" + urlencode({"q": query}))
+
+    def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
+        if path != "/captcha":
+            return None
+        return html_page("Ecosia", '<div class="h-captcha" data-sitekey="sim"></div>')
+
+
+class Marginalia(OffsetPaged):
+    """search.marginalia.nu/search: `page` = N, absent on page 1."""
+
+    name = "marginalia"
+    per_page = 20
+    page_param = "page"
+    step = 1
+    base = 1
+    query_param = "query"
+
+    def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        rows = "".join(
+            f'<section class="card search-result"><h2><a class="title" href="{escape(r.url)}">'
+            f'{escape(r.title)}</a></h2><div class="url">{escape(r.url)}</div>'
+            f'<p class="description">{escape(r.snippet)}</p></section>'
+            for r in results
+        )
+        following = f"/search?query={quote(query)}&page={page_number + 1}"
+        return html_page(
+            f"Marginalia Search - {query}",
+            f'<div class="results">{rows}</div><nav><a href="{escape(following)}">Next</a></nav>',
+        )
+
+    def captcha_page(self, query: str) -> SimPage:
+        return html_page("Marginalia Search", "<h1>Service overloaded</h1>", status=503)

@@ -1,0 +1,22 @@
+"""benchmarks/bench_parse.py gives both figures for every engine with captured pages."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.bench_parse import run
+from tests.conftest import realworld_dir
+
+
+def test_bench_parse_reports_time_and_ratio_per_engine() -> None:
+    folder = realworld_dir()
+    engines = {e["engine"] for e in json.loads((folder / "expected.json").read_text()).values()}
+
+    figures = run(folder.parent, rounds=1)
+
+    assert set(figures) == {
+        f"{figure}.{engine}"
+        for engine in engines
+        for figure in ("parse_ms_median", "parse_ratio_vs_bare")
+    }
+    assert all(value > 0 for value in figures.values())

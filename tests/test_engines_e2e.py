@@ -1,0 +1,144 @@
+"""Three pages of every engine, crawled end to end on the simulator and read back from SQLite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import pytest_twisted
+import yaml
+
+from lyra_crawl.config import load_config
+from lyra_crawl.simulator.engines import ENGINE_NAMES
+from tests.conftest import ROOT, query_db, run_crawl
+from tests.test_crawl_e2e import assert_pages_stored, the_query
+
+# Requests per page beyond the page itself.
+EXTRA_REQUESTS = {"startpage": 1, "pubmed": 3}  # the token page once; esummary per page
+
+
+@pytest.fixture
+def crawlable_config(tmp_path: Path) -> Path:
+    """The bundled config, with every engine paginating and Google fetched over plain HTTP.
+
+    Google is `render: browser` until the browser issue lands; the simulator serves its results
+    in the raw HTML (without --google-js), so plain HTTP reads them. Google, Bing and Brave have
+    pagination switched off in the shipped policy (ten requests a day); these tests need three.
+    """
+    folder = tmp_path / "config"
+    folder.mkdir()
+    parsers = yaml.safe_load((ROOT / "config" / "search_parsers.yaml").read_text())
+    parsers["engines"]["google"].update(implemented=True, render="http")
+    policy = yaml.safe_load((ROOT / "config" / "engines.yaml").read_text())
+    for engine in policy["engines"].values():
+        engine["pagination_enabled"] = True
+    (folder / "search_parsers.yaml").write_text(yaml.safe_dump(parsers))
+    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
+    load_config(folder)  # still valid
+    return folder
+
+
+def crawl(simulator, db_path, config_dir: Path, engine: str, **spider_args):
+    return run_crawl(
+        simulator,
+        db_path,
+        settings={"LYRA_CONFIG_DIR": str(config_dir)},
+        query="climate adaptation",
+        engine=engine,
+        **spider_args,
+    )
+
+
+def page_outcomes(db_path: Path) -> list[tuple[int, str]]:
+    rows = query_db(db_path, "SELECT page_number, outcome FROM serp_pages ORDER BY page_number")
+    return [(row["page_number"], row["outcome"]) for row in rows]
+
+
+def test_the_simulator_serves_every_engine() -> None:
+    assert set(ENGINE_NAMES) == set(load_config().engines)
+
+
+@pytest.mark.parametrize("engine", ENGINE_NAMES)
+@pytest_twisted.ensureDeferred
+async def test_three_pages_of_each_engine_are_stored(simulator, db_path, crawlable_config, engine):
+    await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
+
+    assert_pages_stored(db_path, engine, [1, 2, 3])
+    query = the_query(db_path)
+    assert (query["status"], query["pages_fetched"]) == ("finished", 3)
+    assert json.loads(query["stop_reason"]) == {engine: "max_pages"}
+    assert page_outcomes(db_path) == [(1, "ok"), (2, "ok"), (3, "ok")]
+    assert len(simulator.requests(engine)) == 3 + EXTRA_REQUESTS.get(engine, 0)
+
+
+@pytest_twisted.ensureDeferred
+async def test_startpage_takes_sc_from_its_home_page_then_from_each_page(
+    simulator, db_path, crawlable_config
+):
+    await crawl(simulator, db_path, crawlable_config, "startpage", serp_max_pages=3)
+
+    home, *pages = simulator.requests("startpage")
+    assert (home["method"], home["path"]) == ("GET", "/")
+    assert [(r["method"], r["path"]) for r in pages] == [("POST", "/sp/search")] * 3
+    assert [r["params"].get("page") for r in pages] == [None, "2", "3"]
+    assert len({r["params"]["sc"] for r in pages}) == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_pubmed_completes_each_page_with_esummary(simulator, db_path, crawlable_config):
+    await crawl(simulator, db_path, crawlable_config, "pubmed", serp_max_pages=2)
+
+    paths = [r["path"].rsplit("/", 1)[-1] for r in simulator.requests("pubmed")]
+    assert paths == ["esearch.fcgi", "esummary.fcgi"] * 2
+    rows = query_db(db_path, "SELECT pmid, title, url FROM serp_items ORDER BY rank")
+    assert len(rows) == 40 and all(row["title"] and row["pmid"] for row in rows)
+    assert rows[0]["url"] == f"https://pubmed.ncbi.nlm.nih.gov/{rows[0]['pmid']}/"
+
+
+@pytest.mark.parametrize("engine", ["google", "startpage", "ecosia"])
+@pytest_twisted.ensureDeferred
+async def test_a_redirect_to_a_captcha_page_is_a_captcha(
+    start_simulator, db_path, crawlable_config, engine
+):
+    simulator = start_simulator("--captcha-at", f"{engine}:2")
+    crawler = await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
+
+    assert_pages_stored(db_path, engine, [1])
+    assert page_outcomes(db_path) == [(1, "ok"), (2, "captcha")]
+    assert json.loads(the_query(db_path)["stop_reason"]) == {engine: "blocked"}
+    assert crawler.stats.get_value(f"lyra/{engine}/outcome/captcha") == 1
+
+
+@pytest.mark.parametrize(("engine", "detail"), [("mojeek", "repeat"), ("bing", "number")])
+@pytest_twisted.ensureDeferred
+async def test_a_repeated_page_is_a_soft_block(
+    start_simulator, db_path, crawlable_config, engine, detail
+):
+    simulator = start_simulator("--repeat-at", f"{engine}:3")
+    await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=5)
+
+    assert_pages_stored(db_path, engine, [1, 2])
+    assert page_outcomes(db_path) == [(1, "ok"), (2, "ok"), (3, "soft_block")]
+    assert json.loads(the_query(db_path)["stop_reason"]) == {engine: "blocked"}
+
+
+@pytest_twisted.ensureDeferred
+async def test_google_pages_built_by_javascript_are_a_javascript_wall_over_http(
+    start_simulator, db_path, crawlable_config
+):
+    simulator = start_simulator("--google-js")
+    await crawl(simulator, db_path, crawlable_config, "google", serp_max_pages=3)
+
+    assert page_outcomes(db_path) == [(1, "javascript_required")]
+    assert json.loads(the_query(db_path)["stop_reason"]) == {"google": "blocked"}
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_engines_max_pages_is_never_exceeded(simulator, db_path, crawlable_config):
+    await crawl(simulator, db_path, crawlable_config, "qwant", strategy="exhaustive")
+
+    assert_pages_stored(db_path, "qwant", [1, 2, 3, 4, 5])
+    offsets = [r["params"]["offset"] for r in simulator.requests("qwant")]
+    assert offsets == ["0", "10", "20", "30", "40"]
+    assert json.loads(the_query(db_path)["stop_reason"]) == {"qwant": "max_pages"}

@@ -1,0 +1,123 @@
+"""Page 1-3 requests of every engine, as the real engines page (not the old design table)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+import yaml
+
+from lyra_crawl.config import ConfigError, load_config, parse_config
+from lyra_crawl.engines.request import QueryError, build_follow_up, build_page_request
+from tests.conftest import ROOT
+
+CONFIG = load_config()
+QUERY = "heat pumps"
+
+
+def params(engine: str, page: int, **options: str) -> dict[str, str]:
+    request = build_page_request(CONFIG.engine(engine), QUERY, page, **options)
+    if request.method == "POST":
+        return dict(request.formdata or ())
+    return dict(parse_qsl(urlsplit(request.url).query))
+
+
+# engine, paging parameter, its value on pages 1, 2, 3 (None = absent)
+PAGING = [
+    ("google", "start", [None, "10", "20"]),
+    ("bing", "first", ["1", "11", "21"]),
+    ("mojeek", "s", [None, "11", "21"]),
+    ("brave", "offset", [None, "1", "2"]),
+    ("ecosia", "p", [None, "1", "2"]),
+    ("startpage", "page", [None, "2", "3"]),
+    ("marginalia", "page", [None, "2", "3"]),
+    ("qwant", "offset", ["0", "10", "20"]),
+    ("wikipedia", "sroffset", ["0", "20", "40"]),
+    ("wikidata", "continue", ["0", "7", "14"]),
+    ("arxiv", "start", ["0", "10", "20"]),
+    ("pubmed", "retstart", ["0", "20", "40"]),
+]
+
+
+@pytest.mark.parametrize(("engine", "param", "values"), PAGING, ids=[p[0] for p in PAGING])
+def test_pages_one_to_three_follow_the_engine(engine: str, param: str, values: list) -> None:
+    for page, value in enumerate(values, start=1):
+        assert params(engine, page).get(param) == value, f"{engine} page {page}"
+
+
+def test_duckduckgo_page_one_is_a_get_and_later_pages_come_from_its_form() -> None:
+    spec = CONFIG.engine("duckduckgo")
+    first = build_page_request(spec, QUERY, 1)
+
+    assert first.method == "GET"
+    assert dict(parse_qsl(urlsplit(first.url).query)) == {"q": QUERY, "kl": "wt-wt"}
+    assert spec.next_page == "form" and "vqd" in (spec.next_page_form or "")
+
+
+def test_startpage_posts_the_token_its_home_page_handed_over() -> None:
+    request = build_page_request(CONFIG.engine("startpage"), QUERY, 1, tokens={"sc": "abc123"})
+
+    assert request.method == "POST"
+    assert request.url == "https://www.startpage.com/sp/search"
+    assert dict(request.formdata or ()) == {"query": QUERY, "cat": "web", "sc": "abc123"}
+
+
+def test_wikipedia_language_is_the_subdomain() -> None:
+    request = build_page_request(CONFIG.engine("wikipedia"), QUERY, 1, region="de")
+
+    assert urlsplit(request.url).hostname == "de.wikipedia.org"
+
+
+@pytest.mark.parametrize(("engine", "cap"), [("qwant", 5), ("brave", 10), ("startpage", 18)])
+def test_no_request_is_built_past_the_engines_max_pages(engine: str, cap: int) -> None:
+    spec = CONFIG.engine(engine)
+    assert spec.max_pages == cap
+    build_page_request(spec, QUERY, cap, tokens={"sc": "x"})
+
+    with pytest.raises(QueryError, match=f"at most {cap} pages"):
+        build_page_request(spec, QUERY, cap + 1)
+
+
+def test_google_caps_at_fifty_pages() -> None:
+    assert CONFIG.engine("google").max_pages == 50
+
+
+def test_pubmed_follow_up_asks_esummary_for_the_ids_in_order() -> None:
+    request = build_follow_up(CONFIG.engine("pubmed"), ["3", "1", "2"])
+
+    assert dict(parse_qsl(urlsplit(request.url).query)) == {
+        "db": "pubmed",
+        "id": "3,1,2",
+        "retmode": "json",
+    }
+
+
+@pytest.mark.parametrize(
+    ("engine", "change", "message"),
+    [
+        ("startpage", {"token_page": "https://evil.example/"}, "must be on the engine's host"),
+        ("startpage", {"token_fields": None}, "token_page and token_fields go together"),
+        ("qwant", {"parser": "nosuch"}, "parser must be one of"),
+        ("bing", {"parser": "qwant"}, "html engines are parsed by their XPath rules"),
+        ("duckduckgo", {"next_page_form": None}, "next_page_form is missing"),
+        (
+            "pubmed",
+            {
+                "follow_up": {
+                    "url": "https://eutils.ncbi.nlm.nih.gov/x",
+                    "params": {"id": "{pmids}"},
+                }
+            },
+            "unknown placeholder {pmids}",
+        ),
+    ],
+)
+def test_engine_fields_are_validated_with_a_clear_message(engine, change, message) -> None:
+    parsers = yaml.safe_load((ROOT / "config" / "search_parsers.yaml").read_text())
+    parsers["engines"][engine].update(change)
+    policy = (ROOT / "config" / "engines.yaml").read_text()
+
+    with pytest.raises(ConfigError, match=re.escape(message)) as error:
+        parse_config(yaml.safe_dump(parsers), policy)
+    assert str(error.value).startswith(f"search_parsers.yaml: engine '{engine}': ")
