@@ -17,7 +17,7 @@ def _engine_page(value: str, extra: int = 0) -> tuple[str, ...]:
         or parts[0] not in ENGINES
         or not all(p.isdigit() for p in parts[1:])
     ):
-        shape = "ENGINE:PAGE" + ":CODE" * extra
+        shape = "ENGINE:PAGE" + ":N" * extra
         raise argparse.ArgumentTypeError(
             f"expected {shape} with ENGINE one of {', '.join(ENGINES)} (got {value!r})"
         )
@@ -61,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="close the connection without an answer",
     )
     parser.add_argument(
+        "--slow-at",
+        action="append",
+        default=[],
+        type=lambda v: _engine_page(v, 1),
+        metavar="ENGINE:PAGE:MS",
+        help="answer that page after MS milliseconds (instead of --latency-ms)",
+    )
+    parser.add_argument(
         "--empty-after",
         action="append",
         default=[],
@@ -97,6 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         captcha_at={(e, int(p)) for e, p in args.captcha_at},
         status_at={(e, int(p)): int(c) for e, p, c in args.status_at},
         drop_at={(e, int(p)) for e, p in args.drop_at},
+        slow_at={(e, int(p)): int(ms) for e, p, ms in args.slow_at},
         empty_after={e: int(p) for e, p in args.empty_after},
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,

@@ -1,8 +1,8 @@
 """The simulator's HTTP server: `/<engine>/<engine's own path>?<engine's own parameters>`.
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
-injected per engine and page: CAPTCHA pages, HTTP status codes, dropped connections, latency,
-empty pages after a given page.
+injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
+connections, slow answers, empty pages after a given page; and latency on every answer.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Faults:
     captcha_at: set[PageKey] = field(default_factory=set)
     status_at: dict[PageKey, int] = field(default_factory=dict)
     drop_at: set[PageKey] = field(default_factory=set)
+    slow_at: dict[PageKey, int] = field(default_factory=dict)
     empty_after: dict[str, int] = field(default_factory=dict)
     latency_ms: int = 0
     retry_after_s: int = 2
@@ -93,8 +94,9 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
         ) -> None:
             faults = state.faults
             key = (engine_name, page_number)
-            if faults.latency_ms:
-                time.sleep(faults.latency_ms / 1000)
+            delay_ms = faults.slow_at.get(key, faults.latency_ms)
+            if delay_ms:
+                time.sleep(delay_ms / 1000)
             if key in faults.drop_at:
                 self.close_connection = True
                 self.connection.close()
