@@ -26,6 +26,7 @@ KNOWN_ARGUMENTS = frozenset(
         "time_range",
         "region",
         "task_id",
+        "harvest_rate",
     }
 )
 
@@ -45,6 +46,7 @@ class CrawlArguments:
     region: str | None
     task_id: str | None
     job_id: str | None
+    harvest_rate: float | None = None
 
 
 def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
@@ -126,6 +128,17 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         check_engine_options(config, engine, query, region, time_range)
     elif not usable_engines(config):
         raise ArgumentError("no engine is enabled in engines.yaml: enable one or pass -a engine=")
+    harvest_rate = raw.get("harvest_rate")
+    if harvest_rate is not None:
+        try:
+            harvest_rate = float(harvest_rate)
+        except ValueError:
+            harvest_rate = None
+        if harvest_rate is None or not 0.0 <= harvest_rate <= 1.0:
+            raise ArgumentError(
+                f"harvest_rate must be a number from 0 to 1 (got {raw['harvest_rate']!r}): "
+                "-a harvest_rate=0.95"
+            )
     return CrawlArguments(
         query=query,
         engine=engine,
@@ -136,4 +149,5 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         region=region,
         task_id=raw.get("task_id") or None,
         job_id=raw.get("_job") or None,
+        harvest_rate=harvest_rate,
     )
