@@ -48,15 +48,16 @@ def config_dir(tmp_path: Path) -> Callable[[EditPolicy], Path]:
 
 
 def crawl_processes(
-    count: int, simulator: Simulator, db_path: Path, config: Path, *args: str, **env: str
+    simulator: Simulator, db_path: Path, config: Path, *, rate_limit: bool
 ) -> list[subprocess.CompletedProcess[str]]:
-    """Run `count` `scrapy crawl serp` processes at once; return them when all have ended."""
+    """Four `scrapy crawl serp` processes of 3 mojeek pages each, started at once."""
+    args = ("-a", "engine=mojeek", "-a", "serp_max_pages=3")
     environment = {
         **os.environ,
         "LYRA_SIMULATOR_URL": simulator.url,
         "LYRA_DB_PATH": str(db_path),
         "LYRA_CONFIG_DIR": str(config),
-        **env,
+        "LYRA_RATE_LIMIT_ENABLED": str(rate_limit).lower(),
     }
     processes = [
         subprocess.Popen(
@@ -76,7 +77,7 @@ def crawl_processes(
             stderr=subprocess.PIPE,
             text=True,
         )
-        for n in range(count)
+        for n in range(4)
     ]
     results = []
     for process in processes:
@@ -101,17 +102,7 @@ def health(db_path: Path, engine: str) -> dict[str, Any]:
 def test_four_processes_share_a_daily_limit_of_five(simulator, db_path, config_dir):
     config = config_dir(lambda doc: doc["engines"]["mojeek"].update(daily_limit=5))
 
-    results = crawl_processes(
-        4,
-        simulator,
-        db_path,
-        config,
-        "-a",
-        "engine=mojeek",
-        "-a",
-        "serp_max_pages=3",
-        LYRA_RATE_LIMIT_ENABLED="false",
-    )
+    results = crawl_processes(simulator, db_path, config, rate_limit=False)
 
     assert all(r.returncode == 0 for r in results), results[0].stderr[-2000:]
     assert not any("database is locked" in r.stderr for r in results)
@@ -128,17 +119,7 @@ def test_four_processes_share_a_daily_limit_of_five(simulator, db_path, config_d
 def test_four_processes_keep_requests_one_tenth_of_a_second_apart(simulator, db_path, config_dir):
     config = config_dir(lambda doc: doc["engines"]["mojeek"].update(qps=10))
 
-    results = crawl_processes(
-        4,
-        simulator,
-        db_path,
-        config,
-        "-a",
-        "engine=mojeek",
-        "-a",
-        "serp_max_pages=3",
-        LYRA_RATE_LIMIT_ENABLED="true",
-    )
+    results = crawl_processes(simulator, db_path, config, rate_limit=True)
 
     assert all(r.returncode == 0 for r in results), results[0].stderr[-2000:]
     times = sorted(r["time"] for r in simulator.requests("mojeek"))
