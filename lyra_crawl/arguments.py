@@ -30,6 +30,7 @@ KNOWN_ARGUMENTS = frozenset(
         "task_id",
         "cache",
         "novelty_scope",
+        "harvest_rate",
     }
 )
 
@@ -51,6 +52,7 @@ class CrawlArguments:
     job_id: str | None
     cache: str = "use"
     novelty_scope: str = "query"
+    harvest_rate: float | None = None
 
 
 def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
@@ -140,6 +142,17 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         check_engine_options(config, engine, query, region, time_range, serp_page)
     elif not usable_engines(config):
         raise ArgumentError("no engine is enabled in engines.yaml: enable one or pass -a engine=")
+    harvest_rate = raw.get("harvest_rate")
+    if harvest_rate is not None:
+        try:
+            harvest_rate = float(harvest_rate)
+        except ValueError:
+            harvest_rate = None
+        if harvest_rate is None or not 0.0 <= harvest_rate <= 1.0:
+            raise ArgumentError(
+                f"harvest_rate must be a number from 0 to 1 (got {raw['harvest_rate']!r}): "
+                "-a harvest_rate=0.95"
+            )
     return CrawlArguments(
         query=query,
         engine=engine,
@@ -152,6 +165,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         job_id=raw.get("_job") or None,
         cache=cache,
         novelty_scope=novelty_scope,
+        harvest_rate=harvest_rate,
     )
 
 

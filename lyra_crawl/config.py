@@ -128,12 +128,42 @@ class PaginationDefaults:
     relevance_threshold: float = 0.2
 
 
+# Cool-down seconds by block class; "network" covers timeouts, dropped connections and 5xx.
+DEFAULT_COOLDOWNS_S: Mapping[str, float] = {
+    Outcome.CAPTCHA.value: 3600.0,
+    Outcome.ACCESS_DENIED.value: 3600.0,
+    Outcome.JAVASCRIPT_REQUIRED.value: 3600.0,
+    Outcome.GEO_BLOCK.value: 3600.0,
+    Outcome.RATE_LIMITED.value: 600.0,
+    "network": 5.0,
+}
+
+
+@dataclass(frozen=True)
+class BreakerPolicy:
+    """When an engine's circuit breaker opens and for how long (engines.yaml `breaker:`)."""
+
+    failure_threshold: int = 3
+    cooldown_s: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_COOLDOWNS_S))
+    max_cooldown_s: float = 86400.0
+
+
+@dataclass(frozen=True)
+class LastMilePolicy:
+    """When and in which order last-mile engines are tried (engines.yaml `lastmile:`)."""
+
+    threshold: float = 0.9
+    order: tuple[str, ...] = ("brave", "google", "bing")
+
+
 @dataclass(frozen=True)
 class LyraConfig:
     engines: Mapping[str, EngineSpec]
     policies: Mapping[str, EnginePolicy]
     pagination: PaginationDefaults = field(default_factory=PaginationDefaults)
     cache_ttl_hours: float = 24.0
+    breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
+    lastmile: LastMilePolicy = field(default_factory=LastMilePolicy)
     source: str = ""
 
     def engine(self, name: str) -> EngineSpec:
@@ -192,6 +222,8 @@ def parse_config(parsers_yaml: str, policy_yaml: str, *, source: str = "") -> Ly
         policies=policies,
         pagination=pagination,
         cache_ttl_hours=ttl,
+        breaker=_breaker_policy(policy_doc.get("breaker", {})),
+        lastmile=_lastmile_policy(policy_doc.get("lastmile", {}), policies),
         source=source,
     )
 
@@ -564,3 +596,64 @@ def _pagination_defaults(node: Any) -> PaginationDefaults:
         node.get("strategy", defaults.strategy), STRATEGIES, f, "", "pagination.strategy"
     )
     return PaginationDefaults(serp_max_pages=serp_max_pages, strategy=strategy, **rates)
+
+
+def _breaker_policy(node: Any) -> BreakerPolicy:
+    f = POLICY_FILE
+    node = _mapping(node, f, "", "breaker")
+    defaults = BreakerPolicy()
+    threshold = _typed(
+        node.get("failure_threshold", defaults.failure_threshold),
+        int,
+        f,
+        "",
+        "breaker.failure_threshold",
+    )
+    if threshold < 1:
+        raise ConfigError(f"{f}: breaker.failure_threshold must be >= 1 (got {threshold})")
+    cooldowns = dict(defaults.cooldown_s)
+    for kind, value in _mapping(node.get("cooldown_s"), f, "", "breaker.cooldown_s").items():
+        key = f"breaker.cooldown_s.{kind}"
+        _choice(kind, tuple(DEFAULT_COOLDOWNS_S), f, "", key)
+        seconds = _typed(value, float, f, "", key)
+        if not seconds > 0:
+            raise ConfigError(f"{f}: {key} must be > 0 seconds (got {seconds:g})")
+        cooldowns[kind] = seconds
+    cap = _typed(
+        node.get("max_cooldown_s", defaults.max_cooldown_s), float, f, "", "breaker.max_cooldown_s"
+    )
+    if cap < max(cooldowns.values()):
+        raise ConfigError(
+            f"{f}: breaker.max_cooldown_s ({cap:g}) must be >= every cool-down "
+            f"(largest {max(cooldowns.values()):g})"
+        )
+    return BreakerPolicy(failure_threshold=threshold, cooldown_s=cooldowns, max_cooldown_s=cap)
+
+
+def _lastmile_policy(node: Any, policies: Mapping[str, EnginePolicy]) -> LastMilePolicy:
+    f = POLICY_FILE
+    node = _mapping(node, f, "", "lastmile")
+    defaults = LastMilePolicy()
+    threshold = _typed(
+        node.get("threshold", defaults.threshold), float, f, "", "lastmile.threshold"
+    )
+    if not 0.0 <= threshold <= 1.0:
+        raise ConfigError(f"{f}: lastmile.threshold must be between 0 and 1 (got {threshold:g})")
+    order = node.get("order", list(defaults.order))
+    if not isinstance(order, list) or not all(isinstance(name, str) for name in order):
+        raise ConfigError(
+            f"{f}: lastmile.order must be a list of engine names (got {_show(order)})"
+        )
+    for name in order:
+        if name not in policies or not policies[name].lastmile:
+            raise ConfigError(
+                f"{f}: lastmile.order names '{name}', which is not an engine with "
+                "lastmile: true: fix the name or set lastmile: true on it"
+            )
+    for name, policy in policies.items():
+        if policy.lastmile and name not in order:
+            raise ConfigError(
+                f"{f}: engine '{name}' has lastmile: true but is missing from lastmile.order: "
+                "add it there"
+            )
+    return LastMilePolicy(threshold=threshold, order=tuple(order))

@@ -7,6 +7,14 @@ name; `-s` wins over the environment.
 
 import os
 
+
+def _env_flag(name: str, default: bool = True) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
 BOT_NAME = "lyra_crawl"
 SPIDER_MODULES = ["lyra_crawl.spiders"]
 NEWSPIDER_MODULE = "lyra_crawl.spiders"
@@ -19,15 +27,28 @@ LYRA_CONFIG_DIR = os.environ.get("LYRA_CONFIG_DIR") or None
 LYRA_DB_PATH = os.environ.get("LYRA_DB_PATH") or "data/lyra.sqlite3"
 # Base URL of the bundled simulator; every engine request goes there instead of the real host.
 LYRA_SIMULATOR_URL = os.environ.get("LYRA_SIMULATOR_URL") or None
-# Pace each engine at its qps from engines.yaml. Turn off only against the simulator.
-LYRA_RATE_LIMIT_ENABLED = os.environ.get("LYRA_RATE_LIMIT_ENABLED", "true").lower() not in (
-    "0",
-    "false",
-    "no",
-    "off",
-)
+# Politeness, shared through the database by every crawl using it (lyra_crawl/middlewares/).
+# Space each engine's requests 1/qps apart (engines.yaml). Turn off only against the simulator.
+LYRA_RATE_LIMIT_ENABLED = _env_flag("LYRA_RATE_LIMIT_ENABLED")
+# Refuse requests beyond each engine's daily_limit (engines.yaml), per UTC day.
+LYRA_QUOTA_ENABLED = _env_flag("LYRA_QUOTA_ENABLED")
+# Circuit breaker and block detection: queue block pages as interventions, refuse requests to an
+# engine while its breaker is open (engines.yaml `breaker:`).
+LYRA_BREAKER_ENABLED = _env_flag("LYRA_BREAKER_ENABLED")
 
-# -- politeness: one slot per engine, paced by engines.yaml (set by SerpSpider) --------------
+# -- politeness: one download slot per engine, concurrency 1 (set by SerpSpider) ------------
+# Order on the way out: breaker -> quota -> rate -> download; block detection sees responses
+# first on the way back. They sit nearer the downloader than Retry (550) and Redirect (600), so
+# each retry and each redirect is checked again, and the breaker sees every response and error
+# before those turn it into a new request. HttpCompression moves nearer still, so block
+# detection reads decompressed pages.
+DOWNLOADER_MIDDLEWARES = {
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": 860,
+    "lyra_crawl.middlewares.circuit_breaker.CircuitBreakerMiddleware": 810,
+    "lyra_crawl.middlewares.daily_quota.DailyQuotaMiddleware": 820,
+    "lyra_crawl.middlewares.rate_limit.RateLimitMiddleware": 830,
+    "lyra_crawl.middlewares.block_detection.BlockDetectionMiddleware": 840,
+}
 # Engines' robots.txt disallow their own result pages; the politeness layer is the pacing and
 # quotas in engines.yaml instead.
 ROBOTSTXT_OBEY = False

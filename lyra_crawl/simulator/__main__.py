@@ -17,7 +17,7 @@ def _engine_page(value: str, extra: int = 0) -> tuple[str, ...]:
         or parts[0] not in ENGINE_NAMES
         or not all(p.isdigit() for p in parts[1:])
     ):
-        shape = "ENGINE:PAGE" + ":CODE" * extra
+        shape = "ENGINE:PAGE" + ":N" * extra
         raise argparse.ArgumentTypeError(
             f"expected {shape} with ENGINE one of {', '.join(ENGINE_NAMES)} (got {value!r})"
         )
@@ -60,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Google pages insert their results with JavaScript, as the real engine does",
     )
+    parser.add_argument(
+        "--slow-at",
+        action="append",
+        default=[],
+        type=lambda v: _engine_page(v, 1),
+        metavar="ENGINE:PAGE:MS",
+        help="answer that page after MS milliseconds (instead of --latency-ms)",
+    )
     parser.add_argument("--latency-ms", type=int, default=0)
     parser.add_argument("--retry-after", type=int, default=2, help="Retry-After seconds on 429")
     parser.add_argument(
@@ -100,6 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         captcha_at={(e, int(p)) for e, p in args.captcha_at},
         status_at={(e, int(p)): int(c) for e, p, c in args.status_at},
         drop_at={(e, int(p)) for e, p in args.drop_at},
+        slow_at={(e, int(p)): int(ms) for e, p, ms in args.slow_at},
         empty_after={e: int(p) for e, p in args.empty_after},
         repeat_at={(e, int(p)) for e, p in args.repeat_at},
         latency_ms=args.latency_ms,

@@ -1,9 +1,10 @@
 """The simulator's HTTP server: `/<engine>/<engine's own path>?<engine's own parameters>`.
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
-injected per engine and page: CAPTCHA pages, HTTP status codes, dropped connections, latency,
-empty pages after a given page. Pages that are not result pages (a token-bearing home page, a
-follow-up answer, the page a CAPTCHA redirect lands on) are answered before any fault.
+injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
+connections, slow answers, empty pages after a given page; and latency on every answer. Pages
+that are not result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA
+redirect lands on) are answered before any fault.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Faults:
     captcha_at: set[PageKey] = field(default_factory=set)
     status_at: dict[PageKey, int] = field(default_factory=dict)
     drop_at: set[PageKey] = field(default_factory=set)
+    slow_at: dict[PageKey, int] = field(default_factory=dict)
     empty_after: dict[str, int] = field(default_factory=dict)
     # Pages answered with the previous page's content: a quietly throttling engine.
     repeat_at: set[PageKey] = field(default_factory=set)
@@ -104,8 +106,9 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
         ) -> None:
             faults = state.faults
             key = (engine_name, page_number)
-            if faults.latency_ms:
-                time.sleep(faults.latency_ms / 1000)
+            delay_ms = faults.slow_at.get(key, faults.latency_ms)
+            if delay_ms:
+                time.sleep(delay_ms / 1000)
             if key in faults.drop_at:
                 self.close_connection = True
                 self.connection.close()

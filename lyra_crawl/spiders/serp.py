@@ -1,8 +1,12 @@
 """SerpSpider: one query, one SERP engine, pages requested one after another.
 
 Arguments (`-a name=value`): query (required), engine, serp_page, serp_max_pages, strategy,
-time_range, region, task_id; Scrapyd's `_job` is accepted. Settings: LYRA_CONFIG_DIR,
-LYRA_DB_PATH, LYRA_SIMULATOR_URL, LYRA_RATE_LIMIT_ENABLED (see settings.py and the README).
+time_range, region, task_id, harvest_rate; Scrapyd's `_job` is accepted. Settings:
+LYRA_CONFIG_DIR, LYRA_DB_PATH, LYRA_SIMULATOR_URL (see settings.py and the README); the
+politeness middlewares have their own.
+
+Without `-a engine=`, selection.py picks the engine (last-mile for tasks with a high harvest
+rate), among engines whose breaker is not open and whose daily quota is not spent.
 
 Page N+1 is requested only after page N is parsed, from the URL formula or, for engines that
 hand a token from page to page, from page N's own next-page form. Engines with a token page
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -26,6 +31,7 @@ from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
 from lyra_crawl.arguments import CrawlArguments, parse_crawl_arguments, usable_engines
+from lyra_crawl.breaker import refuses_now
 from lyra_crawl.cache import cache_key
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
@@ -33,12 +39,14 @@ from lyra_crawl.engines.blocks import repeated_page
 from lyra_crawl.engines.parsing import parse_page, parse_token_page
 from lyra_crawl.engines.request import QueryError, build_page_request, ensure_engine_host
 from lyra_crawl.items import SerpItem
+from lyra_crawl.middlewares.base import RequestRefused
+from lyra_crawl.middlewares.daily_quota import utc_date
 from lyra_crawl.page_ledger import PageLedger
 from lyra_crawl.pagination import PaginationConfig, PaginationStrategy, Strategy
 from lyra_crawl.query import normalize_query
 from lyra_crawl.relevance import RelevanceConfig
 from lyra_crawl.routing import engine_url, route_to_simulator
-from lyra_crawl.selection import choose_weighted
+from lyra_crawl.selection import SelectionDecision, choose_engine
 from lyra_crawl.storage import PageRecord, QueryRecord, Storage, open_storage
 
 logger = logging.getLogger(__name__)
@@ -68,16 +76,16 @@ class SerpSpider(scrapy.Spider):
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
-        """One download slot per engine: concurrency 1, paced at the engine's qps, no jitter."""
+        """One download slot per engine: concurrency 1, no delay or jitter.
+
+        Pacing is RateLimitMiddleware's, shared through the database; a slot delay would pace
+        this process only, on top of it.
+        """
         super().update_settings(settings)
         config = load_config(settings.get("LYRA_CONFIG_DIR"))
-        pace = settings.getbool("LYRA_RATE_LIMIT_ENABLED", True)
         slots = dict(settings.getdict("DOWNLOAD_SLOTS"))
-        for name, policy in config.policies.items():
-            slots.setdefault(
-                name,
-                {"concurrency": 1, "delay": 1.0 / policy.qps if pace else 0.0, "jitter": 0},
-            )
+        for name in config.policies:
+            slots.setdefault(name, {"concurrency": 1, "delay": 0.0, "jitter": 0})
         settings.set("DOWNLOAD_SLOTS", slots, priority="spider")
 
     @classmethod
@@ -95,9 +103,14 @@ class SerpSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         args = self.arguments
-        engine = args.engine or choose_weighted(self.config, usable_engines(self.config))
+        decision = self._choose_engine()
+        logger.info("engine choice: %s", decision.as_dict())
+        engine = decision.engine
         if engine is None:
-            logger.error("no engine has a weight > 0 in engines.yaml: pass -a engine=NAME")
+            logger.error(
+                "no engine available (%s): pass -a engine=NAME or check `scrapy engines`",
+                decision.reason,
+            )
             return
         self.engine_name = engine
         spec = self.config.engine(engine)
@@ -125,7 +138,7 @@ class SerpSpider(scrapy.Spider):
                 region=args.region,
                 task_id=args.task_id,
                 job_id=args.job_id,
-                selection={"engine": engine, "reason": "explicit" if args.engine else "weighted"},
+                selection=decision.as_dict(),
             )
         )
         cached = self._cached_query()
@@ -158,6 +171,30 @@ class SerpSpider(scrapy.Spider):
             self.record_stop(engine, "max_pages", str(exc))
             return
         yield self._request(spec, page, args.serp_page)
+
+    def _choose_engine(self) -> SelectionDecision:
+        args = self.arguments
+        harvest_rate = args.harvest_rate
+        if harvest_rate is None and args.task_id is not None:
+            harvest_rate = self.storage.task_harvest_rate(args.task_id)
+        if args.engine is not None:
+            return SelectionDecision(
+                args.engine, False, "explicit", harvest_rate, self.config.lastmile.threshold
+            )
+        usable = usable_engines(self.config)
+        return choose_engine(
+            self.config,
+            usable=usable,
+            available=[name for name in usable if self._available(name)],
+            harvest_rate=harvest_rate,
+        )
+
+    def _available(self, engine: str) -> bool:
+        """Not refused right now by its breaker or its daily quota."""
+        if refuses_now(self.storage.engine_health(engine), time.time()):
+            return False
+        limit = self.config.policy(engine).daily_limit
+        return limit is None or self.storage.usage(engine, utc_date()) < limit
 
     def page_cap(self, source: str) -> int:
         """The highest page this source may reach: its max_pages, or serp_page when paging is
@@ -236,6 +273,7 @@ class SerpSpider(scrapy.Spider):
             "lyra_engine_url": page.url,
             "lyra_source": spec.name,
             "lyra_page": page_number,
+            "lyra_query_id": self.query_id,
             "download_slot": spec.name,
             # Block pages arrive as 403/429/5xx; the parser must see them (redirects still
             # followed, so a 302 to a CAPTCHA page shows up as that page's URL).
@@ -395,6 +433,17 @@ class SerpSpider(scrapy.Spider):
         request = failure.request  # type: ignore[attr-defined]
         engine = request.meta["lyra_engine"]
         page_number = request.meta["lyra_page"]
+        if failure.check(RequestRefused):
+            logger.warning(
+                "%s page %d not requested (%s); keeping pages %d..%d",
+                engine,
+                page_number,
+                failure.getErrorMessage(),
+                self.first_page,
+                page_number - 1,
+            )
+            self.record_stop(engine, failure.value.stop_reason, failure.getErrorMessage())
+            return
         logger.error(
             "%s page %d could not be fetched (%s); keeping pages %d..%d",
             engine,

@@ -11,16 +11,21 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from lyra_crawl.breaker import BreakerState, Health
 
 SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT_S = 60.0
+
+T = TypeVar("T")
 
 ITEM_COLUMNS = (
     "query_id",
@@ -287,6 +292,141 @@ class Storage:
                 "UPDATE queries SET cache_hit = 1, cached_from = ? WHERE id = ?",
                 (answered_by, query_id),
             )
+
+    # -- politeness: quotas, the shared rate gate, circuit breakers, interventions ----------
+    # Each write is one short BEGIN IMMEDIATE transaction, so concurrent crawls on one file
+    # queue on SQLite's write lock (busy_timeout) and never see each other's half-done work.
+
+    def reserve_quota(self, engine: str, date: str, daily_limit: int | None) -> bool:
+        """Take one unit of `engine`'s quota for `date`; False when it is spent."""
+        limit = -1 if daily_limit is None else daily_limit
+        with self.transaction() as conn:
+            # One conditional statement: the count can only grow while it is under the limit.
+            cursor = conn.execute(
+                "INSERT INTO engine_usage (engine, date, usage_count) SELECT ?, ?, 1 WHERE ? != 0"
+                " ON CONFLICT (engine, date) DO UPDATE SET usage_count = usage_count + 1"
+                " WHERE ? < 0 OR usage_count < ?",
+                (engine, date, limit, limit, limit),
+            )
+            return cursor.rowcount == 1
+
+    def usage(self, engine: str, date: str) -> int:
+        row = self._conn.execute(
+            "SELECT usage_count FROM engine_usage WHERE engine = ? AND date = ?", (engine, date)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def claim_rate_slot(
+        self, engine: str, lease_s: float, clock: Callable[[], float] = time.time
+    ) -> tuple[float, float | None]:
+        """Take `engine`'s send slot if it is free: (0, lease token), else (seconds to wait, None).
+
+        The slot stays taken for `lease_s` or until `release_rate_slot`; the clock is read once
+        the write lock is held, so waiting for the lock cannot make a claim look earlier.
+        """
+        with self.transaction() as conn:
+            now = clock()
+            cursor = conn.execute(
+                "INSERT INTO engine_rate (engine, next_allowed) VALUES (?, ?)"
+                " ON CONFLICT (engine) DO UPDATE SET next_allowed = excluded.next_allowed"
+                " WHERE next_allowed <= ?",
+                (engine, now + lease_s, now),
+            )
+            if cursor.rowcount == 1:
+                return 0.0, now + lease_s
+            row = conn.execute(
+                "SELECT next_allowed FROM engine_rate WHERE engine = ?", (engine,)
+            ).fetchone()
+        return max(float(row[0]) - now, 0.0), None
+
+    def release_rate_slot(
+        self, engine: str, token: float, interval_s: float, clock: Callable[[], float] = time.time
+    ) -> None:
+        """Free the slot taken with `token`: the next request may go `interval_s` from now."""
+        with self.transaction() as conn:
+            # A lease that ran out may already be someone else's: leave theirs alone.
+            conn.execute(
+                "UPDATE engine_rate SET next_allowed = ? WHERE engine = ? AND next_allowed = ?",
+                (clock() + interval_s, engine, token),
+            )
+
+    def engine_health(self, engine: str) -> Health:
+        row = self._conn.execute(
+            "SELECT * FROM engine_health WHERE engine = ?", (engine,)
+        ).fetchone()
+        return _health(engine, row)
+
+    def change_engine_health(self, engine: str, change: Callable[[Health], tuple[T, Health]]) -> T:
+        """Apply `change` to `engine`'s breaker in one transaction; returns its first value."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT * FROM engine_health WHERE engine = ?", (engine,)).fetchone()
+            before = _health(engine, row)
+            result, after = change(before)
+            if after != before:
+                conn.execute(
+                    "INSERT OR REPLACE INTO engine_health (engine, state, open_until,"
+                    " consecutive_failures, trips, last_reason, trial_owner, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        engine,
+                        after.state.value,
+                        after.open_until,
+                        after.consecutive_failures,
+                        after.trips,
+                        after.last_reason,
+                        after.trial_owner,
+                        utc_now(),
+                    ),
+                )
+        return result
+
+    def add_intervention(
+        self, *, engine: str, url: str, query_id: int | None, kind: str, detail: str
+    ) -> int:
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "INSERT INTO intervention_queue (engine, url, query_id, kind, detail, status,"
+                " created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+                (engine, url, query_id, kind, detail, utc_now()),
+            )
+            return int(cursor.lastrowid)
+
+    def open_interventions(self) -> list[sqlite3.Row]:
+        return self._conn.execute(
+            "SELECT * FROM intervention_queue WHERE status = 'open' ORDER BY id"
+        ).fetchall()
+
+    def resolve_intervention(self, intervention_id: int) -> bool:
+        """Close an open intervention; False when there is no open one with that id."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE intervention_queue SET status = 'resolved', resolved_at = ?"
+                " WHERE id = ? AND status = 'open'",
+                (utc_now(), intervention_id),
+            )
+            return cursor.rowcount == 1
+
+    def task_harvest_rate(self, task_id: str) -> float | None:
+        """Mean harvest rate of the task's earlier queries that recorded one, or None."""
+        row = self._conn.execute(
+            "SELECT AVG(harvest_rate) FROM queries WHERE task_id = ? AND harvest_rate IS NOT NULL",
+            (task_id,),
+        ).fetchone()
+        return None if row[0] is None else float(row[0])
+
+
+def _health(engine: str, row: sqlite3.Row | None) -> Health:
+    if row is None:
+        return Health(engine=engine)
+    return Health(
+        engine=engine,
+        state=BreakerState(row["state"]),
+        open_until=row["open_until"],
+        consecutive_failures=row["consecutive_failures"],
+        trips=row["trips"],
+        last_reason=row["last_reason"],
+        trial_owner=row["trial_owner"],
+    )
 
 
 def open_storage(
