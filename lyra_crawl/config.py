@@ -22,7 +22,8 @@ from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
 
 PARSERS_FILE = "search_parsers.yaml"
 POLICY_FILE = "engines.yaml"
-BUNDLED_PACKAGE = "lyra_crawl.bundled_config"
+# Where setup.py puts config/ inside the package (eggs, wheels).
+BUNDLED_FOLDER = "bundled_config"
 
 FAMILIES = ("html", "json", "atom", "xml")
 RENDERS = ("http", "browser")
@@ -173,13 +174,14 @@ def _read_file(path: Path) -> str:
 
 
 def _read_bundled(name: str) -> str:
-    try:
-        return resources.files(BUNDLED_PACKAGE).joinpath(name).read_text(encoding="utf-8")
-    except ModuleNotFoundError:
-        # A source checkout: the package sits beside the project's config/ folder. Installed
-        # eggs and wheels carry the files as lyra_crawl/bundled_config (see setup.py).
-        checkout = resources.files("lyra_crawl") / ".." / "config" / name
-        return checkout.read_text(encoding="utf-8")
+    # Through the lyra_crawl package, not a bundled_config package: bundled_config has no
+    # __init__.py, and zipimport (a Scrapyd egg is a zip) cannot import namespace packages.
+    package = resources.files("lyra_crawl")
+    bundled = package / BUNDLED_FOLDER / name
+    if not bundled.is_file():
+        # A source checkout: the package sits beside the project's config/ folder.
+        bundled = package / ".." / "config" / name
+    return bundled.read_text(encoding="utf-8")
 
 
 def _safe_load(text: str, filename: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.spiders.serp import SerpSpider
+from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 
 ROOT = Path(__file__).resolve().parent.parent
 REALWORLD_DIR = Path(os.environ.get("LYRA_REALWORLD_DIR") or ROOT.parent / "shared" / "realworld")
@@ -101,3 +102,12 @@ def realworld_dir() -> Path:
     if not REALWORLD_DIR.is_dir():
         pytest.skip(f"realworld pages not found at {REALWORLD_DIR} (set LYRA_REALWORLD_DIR)")
     return REALWORLD_DIR
+
+
+@pytest.fixture(scope="session")
+def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScrapydServer]:
+    """A real Scrapyd on loopback with this project deployed by scrapyd-deploy (session-wide)."""
+    folder = tmp_path_factory.mktemp("scrapyd")
+    with running_scrapyd(folder / "server") as server:
+        deploy(server, ROOT, folder / "project")
+        yield server
