@@ -6,8 +6,10 @@ succeeded, so the caller judges each job from its own row in the queries table (
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 from requests import RequestException
 from scrapyd_client.exceptions import ErrorResponse, MalformedResponse
@@ -78,3 +80,20 @@ def wait_for_jobs(
         if deadline is not None and time.monotonic() >= deadline:
             return states
         time.sleep(poll_interval)
+
+
+def job_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """This run's LYRA_* settings for each job, so jobs write where the batch reads.
+
+    Paths (names ending in _PATH or _DIR) are made absolute: Scrapyd runs jobs from its own
+    folder. Unset settings are left to the job's own defaults.
+    """
+    forwarded = {}
+    for name in settings:
+        value = settings[name]
+        if not name.startswith("LYRA_") or value is None:
+            continue
+        if name.endswith(("_PATH", "_DIR")):
+            value = os.path.abspath(value)
+        forwarded[name] = str(value)
+    return forwarded

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -87,6 +89,20 @@ async def run_crawl(
     crawler = runner.create_crawler(SerpSpider)
     await deferred_from_coro(crawler.crawl_async(**spider_args))
     return crawler
+
+
+def run_scrapy(
+    *args: str, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`scrapy ARGS` in the project folder, with `env` over this environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def query_db(db_path: Path, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
