@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime
 
 from lyra_crawl.config import LyraConfig, load_config
@@ -36,6 +36,9 @@ class PageFigures:
         if self.novelty_rate is not None:
             return self.novelty_rate
         return self.items_stored / self.results if self.results else None
+
+
+PAGE_COLUMNS = tuple(field.name for field in fields(PageFigures))
 
 
 @dataclass(frozen=True)
@@ -91,15 +94,7 @@ def query_report(storage: Storage, query_id: int) -> QueryReport | None:
         harvest_rate=row["harvest_rate"],
         attribution={name: counts.get(name, 0) for name in ATTRIBUTIONS},
         pages=[
-            PageFigures(
-                source=page["source"],
-                page_number=page["page_number"],
-                outcome=page["outcome"],
-                results=page["results"],
-                items_stored=page["items_stored"],
-                novelty_rate=page["novelty_rate"],
-                harvest_rate=page["harvest_rate"],
-            )
+            PageFigures(**{name: page[name] for name in PAGE_COLUMNS})
             for page in storage.pages(query_id)
         ],
     )

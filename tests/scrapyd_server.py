@@ -15,6 +15,8 @@ from pathlib import Path
 
 import requests
 
+from lyra_crawl.simulator.process import stop_process
+
 # What setup.py packs into the egg; copied so the build leaves no build/ or egg-info in the repo.
 EGG_SOURCES = ("setup.py", "scrapy.cfg", "lyra_crawl", "config")
 START_TIMEOUT_S = 30.0
@@ -95,12 +97,7 @@ def running_scrapyd(folder: Path) -> Iterator[ScrapydServer]:
         wait_until_up(url, process, folder)
         yield ScrapydServer(url=url, folder=folder)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=20)
 
 
 def deploy(server: ScrapydServer, project_root: Path, workdir: Path) -> str:
