@@ -56,16 +56,20 @@ class Command(ScrapyCommand):
         parser.add_argument("--scrapyd", metavar="URL", help="schedule the crawls on this Scrapyd")
         parser.add_argument(
             "--project",
-            help="Scrapyd project (default: [deploy] project in scrapy.cfg, else lyra_crawl)",
+            help="Scrapyd project (default the [deploy] project in scrapy.cfg, else lyra_crawl)",
         )
         parser.add_argument(
-            "--poll-interval", type=float, default=2.0, metavar="SECONDS", help="with --scrapyd"
+            "--poll-interval",
+            type=float,
+            default=2.0,
+            metavar="SECONDS",
+            help="with --scrapyd, seconds between two looks at listjobs.json (default 2)",
         )
         parser.add_argument(
             "--timeout",
             type=float,
             metavar="SECONDS",
-            help="with --scrapyd: stop waiting after this long (default: wait until done)",
+            help="with --scrapyd, stop waiting after this long (default until all are done)",
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -39,7 +39,9 @@ class Command(ScrapyCommand):
         which.add_argument(
             "--last", type=int, metavar="N", help=f"the last N queries (default {DEFAULT_LAST})"
         )
-        which.add_argument("--query-id", type=int, action="append", metavar="ID")
+        which.add_argument(
+            "--query-id", type=int, action="append", metavar="ID", help="this query (repeatable)"
+        )
         which.add_argument("--task", metavar="TASK", help="every query of this task_id")
         parser.add_argument("--html", metavar="FILE", help="also write an HTML page with plots")
 
