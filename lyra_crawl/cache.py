@@ -1,8 +1,8 @@
-"""The search-level cache key. Pure.
+"""The search-level cache key, shared by the spider and `scrapy batch`. Pure.
 
-`normalized_query|engines|time_range|serp_max_pages={n}`: the same question asked of the same
-engines over the same window and depth. Pagination type and page size are deliberately not part
-of it: they are how an engine is asked, not what is asked.
+A key names what a crawl asked for: `normalized_query|engines|time_range|serp_max_pages={n}`,
+engines sorted and joined by "," and no time range written as an empty field, so two crawls
+asking the same thing share one key whatever order their engines were given in.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 PARSERS_FILE = "search_parsers.yaml"
 MAX_CONFIG_CHARS = 1_000_000
 POLICY_FILE = "engines.yaml"
+# Where setup.py puts config/ inside the package (eggs, wheels).
 BUNDLED_FOLDER = "bundled_config"
 
 FAMILIES = ("html", "json", "atom", "xml")

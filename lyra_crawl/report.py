@@ -1,42 +1,183 @@
-"""Text summaries of stored crawls, for `make demo` and `scrapy report`."""
+"""Crawl reports read back from storage: `scrapy report` and `make demo`.
+
+Per query: engine, sources, pages per source, items new vs repeated (repeated = a normalized URL
+an earlier crawl of the same normalized query already stored), stop reasons, harvest rate,
+paper attribution counts, and the engine's quota use today. report_html.py draws the same
+figures as one HTML page.
+"""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import UTC, date, datetime
 
+from lyra_crawl.config import LyraConfig, load_config
 from lyra_crawl.storage import Storage
+
+ATTRIBUTIONS = ("both", "api_only", "serp_only")
+
+
+@dataclass(frozen=True)
+class PageFigures:
+    source: str
+    page_number: int
+    outcome: str
+    results: int
+    items_stored: int
+    novelty_rate: float | None
+    harvest_rate: float | None
+
+    @property
+    def novelty(self) -> float | None:
+        """The stored novelty rate; else the share of the page's results stored as new items."""
+        if self.novelty_rate is not None:
+            return self.novelty_rate
+        return self.items_stored / self.results if self.results else None
+
+
+PAGE_COLUMNS = tuple(field.name for field in fields(PageFigures))
+
+
+@dataclass(frozen=True)
+class QueryReport:
+    query_id: int
+    query_text: str
+    task_id: str | None
+    job_id: str | None
+    engine: str
+    sources: str
+    status: str
+    started_at: str
+    items: int
+    repeated: int
+    stop_reasons: dict[str, str]
+    harvest_rate: float | None
+    attribution: dict[str, int]
+    pages: list[PageFigures]
+
+    @property
+    def new(self) -> int:
+        return self.items - self.repeated
+
+    @property
+    def pages_per_source(self) -> dict[str, int]:
+        return dict(Counter(page.source for page in self.pages))
+
+
+@dataclass(frozen=True)
+class QuotaUse:
+    engine: str
+    used: int
+    daily_limit: int | None
+
+
+def query_report(storage: Storage, query_id: int) -> QueryReport | None:
+    row = storage.query(query_id)
+    if row is None:
+        return None
+    counts = storage.attribution_counts(query_id)
+    return QueryReport(
+        query_id=row["id"],
+        query_text=row["query_text"],
+        task_id=row["task_id"],
+        job_id=row["job_id"],
+        engine=row["engine"],
+        sources=row["sources"],
+        status=row["status"],
+        started_at=row["started_at"],
+        items=row["items"],
+        repeated=storage.repeated_url_count(query_id),
+        stop_reasons=json.loads(row["stop_reason"]) if row["stop_reason"] else {},
+        harvest_rate=row["harvest_rate"],
+        attribution={name: counts.get(name, 0) for name in ATTRIBUTIONS},
+        pages=[
+            PageFigures(**{name: page[name] for name in PAGE_COLUMNS})
+            for page in storage.pages(query_id)
+        ],
+    )
+
+
+def quota_use(storage: Storage, config: LyraConfig, day: date) -> list[QuotaUse]:
+    """Engines used on `day` or holding a daily limit, with requests counted against it."""
+    used = storage.engine_usage_on(day.isoformat())
+    engines = sorted(
+        set(used)
+        | {
+            name
+            for name, policy in config.policies.items()
+            if policy.enabled and policy.daily_limit is not None
+        }
+    )
+    return [
+        QuotaUse(
+            engine=name,
+            used=used.get(name, 0),
+            daily_limit=config.policies[name].daily_limit if name in config.policies else None,
+        )
+        for name in engines
+    ]
+
+
+def rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def quota_text(quota: QuotaUse | None, engine: str) -> str:
+    if quota is None:
+        return f"{engine} 0 (no daily limit)"
+    limit = "no daily limit" if quota.daily_limit is None else f"of {quota.daily_limit}"
+    return f"{quota.engine} {quota.used} ({limit})"
+
+
+def query_lines(report: QueryReport, quota: Sequence[QuotaUse]) -> list[str]:
+    by_engine = {use.engine: use for use in quota}
+    labels = [f"task {report.task_id}"] if report.task_id else []
+    labels += [f"job {report.job_id}"] if report.job_id else []
+    pages = ", ".join(f"{source} {n}" for source, n in sorted(report.pages_per_source.items()))
+    stop = ", ".join(f"{k}: {v}" for k, v in sorted(report.stop_reasons.items()))
+    return [
+        f"query {report.query_id}: {report.query_text!r}"
+        + (f" ({', '.join(labels)})" if labels else ""),
+        f"  engine {report.engine}, sources {report.sources}, status {report.status}, "
+        f"started {report.started_at}",
+        f"  pages fetched: {pages or '-'}",
+        f"  items {report.items}: {report.new} new, {report.repeated} repeated",
+        f"  stop {stop or '-'}, harvest {rate(report.harvest_rate)}",
+        "  attribution "
+        + ", ".join(f"{name} {count}" for name, count in report.attribution.items()),
+        f"  quota today: {quota_text(by_engine.get(report.engine), report.engine)}",
+    ]
+
+
+def page_lines(report: QueryReport) -> list[str]:
+    return [
+        f"    {page.source} page {page.page_number}: {page.outcome}, {page.results} results, "
+        f"{page.items_stored} items kept, novelty {rate(page.novelty)}, "
+        f"harvest {rate(page.harvest_rate)}"
+        for page in report.pages
+    ]
+
+
+def report_text(reports: Sequence[QueryReport], quota: Sequence[QuotaUse]) -> str:
+    lines: list[str] = []
+    for report in reports:
+        lines += [*query_lines(report, quota), "  pages:", *page_lines(report), ""]
+    lines.append("quota use today:")
+    lines += [f"  {quota_text(use, use.engine)}" for use in quota] or ["  -"]
+    return "\n".join(lines)
 
 
 def query_summary(storage: Storage, query_id: int, *, first_items: int = 5) -> str:
-    """Query row, pages with their item counts, and the first items, as plain text."""
-    row = storage.query(query_id)
-    if row is None:
+    """One query's report with its pages and first items, as plain text (`make demo`)."""
+    report = query_report(storage, query_id)
+    if report is None:
         return f"query {query_id}: not in {storage.path}"
     items = storage.items(query_id)
-    per_page = Counter((item["source"], item["page_number"]) for item in items)
-    stop = json.loads(row["stop_reason"]) if row["stop_reason"] else {}
-    lines = [
-        f"query {row['id']}: {row['query_text']!r}",
-        f"  engine {row['engine']}, strategy {row['strategy']}, pages {row['serp_page']}.."
-        f"{row['serp_page'] + row['serp_max_pages'] - 1} asked, status {row['status']}",
-        f"  pages fetched {row['pages_fetched']}, items stored {row['items']}, "
-        f"stop {', '.join(f'{k}: {v}' for k, v in sorted(stop.items())) or '-'}",
-        "  pages:",
-    ]
-    if row["cache_hit"]:
-        lines.insert(3, f"  answered from cache: the results of query {row['cached_from']}")
-    for page in storage.pages(query_id):
-        kept = per_page[(page["source"], page["page_number"])]
-        rates = "".join(
-            f", {name} {page[f'{name}_rate']:.2f}"
-            for name in ("novelty", "harvest")
-            if page[f"{name}_rate"] is not None
-        )
-        lines.append(
-            f"    {page['source']} page {page['page_number']}: {page['outcome']}, "
-            f"{page['results']} results, {kept} items kept{rates}"
-        )
+    quota = quota_use(storage, load_config(), datetime.now(UTC).date())
+    lines = [*query_lines(report, quota), "  pages:", *page_lines(report)]
     lines.append(f"  first {min(first_items, len(items))} items:")
     for item in items[:first_items]:
         lines.append(

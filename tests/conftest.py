@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from scrapy.utils.defer import deferred_from_coro
 
 from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.spiders.serp import SerpSpider
+from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 
 ROOT = Path(__file__).resolve().parent.parent
 REALWORLD_DIR = Path(os.environ.get("LYRA_REALWORLD_DIR") or ROOT.parent / "shared" / "realworld")
@@ -88,6 +91,20 @@ async def run_crawl(
     return crawler
 
 
+def run_scrapy(
+    *args: str, env: dict[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`scrapy ARGS` in the project folder, with `env` over this environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def query_db(db_path: Path, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
     conn = sqlite3.connect(db_path)
     conn.row_factory = sqlite3.Row
@@ -101,3 +118,12 @@ def realworld_dir() -> Path:
     if not REALWORLD_DIR.is_dir():
         pytest.skip(f"realworld pages not found at {REALWORLD_DIR} (set LYRA_REALWORLD_DIR)")
     return REALWORLD_DIR
+
+
+@pytest.fixture(scope="session")
+def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScrapydServer]:
+    """A real Scrapyd on loopback with this project deployed by scrapyd-deploy (session-wide)."""
+    folder = tmp_path_factory.mktemp("scrapyd")
+    with running_scrapyd(folder / "server") as server:
+        deploy(server, ROOT, folder / "project")
+        yield server

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_twisted
 
-from tests.conftest import ROOT, query_db, run_crawl
+from tests.conftest import query_db, run_crawl, run_scrapy
 
 
 def stored_items(db_path: Path, engine: str) -> list:
@@ -126,14 +124,7 @@ async def test_several_crawls_share_one_database(simulator, db_path):
 
 
 def scrapy_crawl(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "serp", *args],
-        cwd=ROOT,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_scrapy("crawl", "serp", *args, env=env, timeout=120)
 
 
 def test_scrapy_crawl_command_stores_pages(simulator, db_path):

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 READY_PREFIX = "listening on "
 
@@ -26,9 +27,14 @@ def running_simulator(options: Sequence[str] = ()) -> Iterator[str]:
             raise RuntimeError(f"simulator did not start: {line or error}")
         yield line[len(READY_PREFIX) :]
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, timeout=10)
+
+
+def stop_process(process: subprocess.Popen[Any], timeout: float) -> None:
+    """Terminate `process`, killing it if it has not exited after `timeout` seconds."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -467,8 +467,11 @@ class SerpSpider(scrapy.Spider):
             row = self.storage.query(self.query_id)
             cacheable = status == "finished" and row["items"] and not self.cache_hit
             if cacheable and self.arguments.cache != "off":
-                ttl = timedelta(hours=self.config.cache_ttl_hours)
-                self.storage.write_cache_entry(self.cache_key, self.query_id, ttl)
+                now = datetime.now(UTC)
+                expires_at = now + timedelta(hours=self.config.cache_ttl_hours)
+                self.storage.store_cache_entry(
+                    self.cache_key, self.query_id, created_at=now, expires_at=expires_at
+                )
             logger.info(
                 "query %d %s: %d pages, %d items, stop %s",
                 self.query_id,

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -265,15 +265,18 @@ class Storage:
     # -- search-level cache --------------------------------------------------------------
 
     def fresh_cache_entry(self, key: str, now: datetime) -> int | None:
-        """The query whose stored results answer `key`, if its entry has not expired."""
+        """The query id cached under `key` that has not expired at `now`, else None."""
+        # julianday() compares the instants, whatever ISO 8601 form the writer used.
         row = self._conn.execute(
-            "SELECT query_id FROM serp_cache WHERE cache_key = ? AND expires_at > ?",
-            (key, now.isoformat(timespec="milliseconds")),
+            "SELECT query_id FROM serp_cache WHERE cache_key = ?"
+            " AND julianday(expires_at) > julianday(?)",
+            (key, now.astimezone(UTC).isoformat(timespec="milliseconds")),
         ).fetchone()
-        return row[0] if row else None
+        return None if row is None else int(row[0])
 
-    def write_cache_entry(self, key: str, query_id: int, ttl: timedelta) -> None:
-        now = datetime.now(UTC)
+    def store_cache_entry(
+        self, key: str, query_id: int, *, created_at: datetime, expires_at: datetime
+    ) -> None:
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO serp_cache (cache_key, query_id, created_at, expires_at)"
@@ -281,8 +284,8 @@ class Storage:
                 (
                     key,
                     query_id,
-                    now.isoformat(timespec="milliseconds"),
-                    (now + ttl).isoformat(timespec="milliseconds"),
+                    created_at.astimezone(UTC).isoformat(timespec="milliseconds"),
+                    expires_at.astimezone(UTC).isoformat(timespec="milliseconds"),
                 ),
             )
 
@@ -292,6 +295,14 @@ class Storage:
                 "UPDATE queries SET cache_hit = 1, cached_from = ? WHERE id = ?",
                 (answered_by, query_id),
             )
+
+    # -- batches and reports (scrapy batch, scrapy report) -------------------------------
+
+    def query_for_job(self, job_id: str) -> sqlite3.Row | None:
+        """The query row a Scrapyd job wrote (its `_job` argument), or None if it never started."""
+        return self._conn.execute(
+            "SELECT * FROM queries WHERE job_id = ? ORDER BY id DESC LIMIT 1", (job_id,)
+        ).fetchone()
 
     # -- politeness: quotas, the shared rate gate, circuit breakers, interventions ----------
     # Each write is one short BEGIN IMMEDIATE transaction, so concurrent crawls on one file
@@ -414,6 +425,55 @@ class Storage:
         ).fetchone()
         return None if row[0] is None else float(row[0])
 
+    def recent_query_ids(self, last: int) -> list[int]:
+        """The ids of the `last` queries started most recently, oldest first."""
+        rows = self._conn.execute(
+            "SELECT id FROM queries ORDER BY id DESC LIMIT ?", (last,)
+        ).fetchall()
+        return sorted(row[0] for row in rows)
+
+    def task_query_ids(self, task_id: str) -> list[int]:
+        rows = self._conn.execute(
+            "SELECT id FROM queries WHERE task_id = ? ORDER BY id", (task_id,)
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def repeated_url_count(self, query_id: int) -> int:
+        """Items of this query whose normalized URL an earlier crawl of the same query stored."""
+        return self._conn.execute(
+            "SELECT COUNT(*) FROM serp_items AS item"
+            " JOIN queries AS this ON this.id = item.query_id"
+            " WHERE item.query_id = ? AND EXISTS ("
+            "   SELECT 1 FROM serp_items AS seen JOIN queries AS earlier"
+            "   ON earlier.id = seen.query_id"
+            "   WHERE seen.normalized_url = item.normalized_url AND earlier.id < this.id"
+            "   AND earlier.normalized_query = this.normalized_query)",
+            (query_id,),
+        ).fetchone()[0]
+
+    def attribution_counts(self, query_id: int) -> dict[str, int]:
+        """Canonical papers behind this query's items, counted by attribution."""
+        rows = self._conn.execute(
+            "SELECT paper.attribution, COUNT(DISTINCT paper.id) FROM serp_items AS item"
+            " JOIN papers AS paper ON paper.id = item.paper_id"
+            " WHERE item.query_id = ? GROUP BY paper.attribution",
+            (query_id,),
+        ).fetchall()
+        return {row[0]: row[1] for row in rows}
+
+    def engine_usage_on(self, date: str) -> dict[str, int]:
+        """Requests counted against each engine's daily quota on `date` (YYYY-MM-DD, UTC)."""
+        rows = self._conn.execute(
+            "SELECT engine, usage_count FROM engine_usage WHERE date = ?", (date,)
+        ).fetchall()
+        return {row[0]: row[1] for row in rows}
+
+
+def open_storage(
+    path: str | os.PathLike[str], busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+) -> Storage:
+    return Storage(Path(path), busy_timeout_s)
+
 
 def _health(engine: str, row: sqlite3.Row | None) -> Health:
     if row is None:
@@ -427,9 +487,3 @@ def _health(engine: str, row: sqlite3.Row | None) -> Health:
         last_reason=row["last_reason"],
         trial_owner=row["trial_owner"],
     )
-
-
-def open_storage(
-    path: str | os.PathLike[str], busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
-) -> Storage:
-    return Storage(Path(path), busy_timeout_s)

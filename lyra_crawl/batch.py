@@ -1,0 +1,224 @@
+"""Batch files: many queries with per-query options over batch defaults. Pure.
+
+A batch file is YAML (see config/batch.example.yaml):
+
+    defaults: {engine: mojeek, serp_max_pages: 3}
+    queries:
+      - climate adaptation                # a plain query takes the defaults
+      - query: sea level rise
+        engine: duckduckgo
+        task_id: coasts
+
+Each entry is checked with the spider's own argument rules (arguments.parse_crawl_arguments).
+A bad entry is rejected with its position and the rest still run; a file that is not a batch
+at all raises BatchError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lyra_crawl.arguments import KNOWN_ARGUMENTS, ArgumentError, parse_crawl_arguments
+from lyra_crawl.cache import cache_key
+from lyra_crawl.config import LyraConfig
+from lyra_crawl.query import normalize_query
+
+BATCH_OPTIONS = (
+    "engine",
+    "serp_max_pages",
+    "strategy",
+    "sources",
+    "time_range",
+    "task_id",
+    "novelty_scope",
+)
+# Options that are lists in YAML and comma-separated in a spider argument.
+LIST_OPTIONS = frozenset({"sources"})
+# Outcomes that count as success; every other one makes the batch fail.
+SUCCEEDED = frozenset({"finished", "cached"})
+
+
+class BatchError(ValueError):
+    """The batch file as a whole is unusable; the message names the file and the fix."""
+
+
+@dataclass(frozen=True)
+class BatchEntry:
+    """One query of the batch, checked, with the spider arguments it runs with."""
+
+    position: int
+    query: str
+    spider_args: Mapping[str, str]
+    cache_key: str | None
+
+
+@dataclass(frozen=True)
+class RejectedEntry:
+    position: int
+    query: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Batch:
+    entries: list[BatchEntry]
+    rejected: list[RejectedEntry]
+
+
+@dataclass(frozen=True)
+class EntryOutcome:
+    """How one entry ended: finished, cached, rejected, or how its crawl failed."""
+
+    position: int
+    query: str
+    status: str
+    query_id: int | None = None
+    detail: str = ""
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status in SUCCEEDED
+
+
+def load_batch(path: str | Path, config: LyraConfig) -> Batch:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BatchError(f"{path}: cannot be read ({exc}): give the path of a batch file") from None
+    return parse_batch(text, config, filename=str(path))
+
+
+def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") -> Batch:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise BatchError(f"{filename}: not valid YAML ({exc})") from None
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("queries"), list):
+        raise BatchError(f"{filename}: expected a mapping with a 'queries:' list")
+    unknown = sorted(set(doc) - {"defaults", "queries"})
+    if unknown:
+        raise BatchError(f"{filename}: unknown key '{unknown[0]}': use defaults and queries")
+    defaults = doc.get("defaults") or {}
+    try:
+        defaults = _options(defaults, "defaults")
+    except ArgumentError as exc:
+        raise BatchError(f"{filename}: {exc}") from None
+    entries: list[BatchEntry] = []
+    rejected: list[RejectedEntry] = []
+    for position, node in enumerate(doc["queries"], start=1):
+        try:
+            entries.append(_entry(position, node, defaults, config))
+        except ArgumentError as exc:
+            message = f"{filename}: entry {position}: {exc}"
+            rejected.append(RejectedEntry(position, _query_text(node), message))
+    return Batch(entries=entries, rejected=rejected)
+
+
+def _options(node: Any, where: str) -> dict[str, str]:
+    """Batch options as spider-argument strings; lists become comma-separated."""
+    if not isinstance(node, Mapping):
+        raise ArgumentError(f"{where} must be a mapping of options (got {node!r})")
+    unknown = sorted(set(node) - set(BATCH_OPTIONS))
+    if unknown:
+        raise ArgumentError(
+            f"unknown option '{unknown[0]}' in {where}: use one of {', '.join(BATCH_OPTIONS)}"
+        )
+    options = {}
+    for name, value in node.items():
+        if value is None:
+            continue
+        if name in LIST_OPTIONS:
+            if isinstance(value, str):
+                value = value.split(",")
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise ArgumentError(f"{name} must be a list of names (got {value!r})")
+            value = ",".join(v.strip() for v in value)
+        elif isinstance(value, Mapping | list):
+            raise ArgumentError(f"{name} must be a single value (got {value!r})")
+        options[name] = str(value)
+    return options
+
+
+def _query_text(node: Any) -> str:
+    query = node.get("query") if isinstance(node, Mapping) else node
+    return query if isinstance(query, str) else ""
+
+
+def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraConfig) -> BatchEntry:
+    if isinstance(node, str):
+        node = {"query": node}
+    if not isinstance(node, Mapping):
+        raise ArgumentError(f"expected a query text or a mapping with 'query' (got {node!r})")
+    fields = dict(node)
+    query = fields.pop("query", None)
+    spider_args = {**defaults, **_options(fields, "this entry")}
+    spider_args["query"] = "" if query is None else str(query)
+    # Options the spider does not know yet (sources, novelty_scope) are passed on unchecked;
+    # the spider judges them when it runs.
+    arguments = parse_crawl_arguments(
+        {name: value for name, value in spider_args.items() if name in KNOWN_ARGUMENTS}, config
+    )
+    return BatchEntry(
+        position=position,
+        query=arguments.query,
+        spider_args=spider_args,
+        cache_key=entry_cache_key(spider_args, arguments.serp_max_pages),
+    )
+
+
+def entry_cache_key(spider_args: Mapping[str, str], serp_max_pages: int) -> str | None:
+    """The entry's cache key, or None when the engine is chosen at crawl time."""
+    engine = spider_args.get("engine")
+    if engine is None:
+        return None
+    sources = [s for s in spider_args.get("sources", "").split(",") if s]
+    return cache_key(
+        normalize_query(spider_args["query"]),
+        [engine, *sources],
+        spider_args.get("time_range"),
+        serp_max_pages,
+    )
+
+
+def split_cached(
+    entries: Sequence[BatchEntry], fresh_query_id: Callable[[str], int | None]
+) -> tuple[list[BatchEntry], list[EntryOutcome]]:
+    """Entries still to crawl, and outcomes for those with a fresh cache entry."""
+    to_crawl: list[BatchEntry] = []
+    cached: list[EntryOutcome] = []
+    for entry in entries:
+        query_id = fresh_query_id(entry.cache_key) if entry.cache_key else None
+        if query_id is None:
+            to_crawl.append(entry)
+        else:
+            cached.append(EntryOutcome(entry.position, entry.query, "cached", query_id))
+    return to_crawl, cached
+
+
+def crawl_outcome(entry: BatchEntry, row: Mapping[str, Any] | None, missing: str) -> EntryOutcome:
+    """Judge a crawl by its own status row; `missing` explains a crawl that wrote none."""
+    if row is None:
+        return EntryOutcome(entry.position, entry.query, "failed", detail=missing)
+    return EntryOutcome(entry.position, entry.query, row["status"], row["id"])
+
+
+def rejected_outcome(rejected: RejectedEntry) -> EntryOutcome:
+    return EntryOutcome(rejected.position, rejected.query, "rejected", detail=rejected.message)
+
+
+def summary_lines(outcomes: Sequence[EntryOutcome]) -> list[str]:
+    lines = []
+    for outcome in sorted(outcomes, key=lambda o: o.position):
+        query_id = f"query {outcome.query_id}" if outcome.query_id is not None else "no query"
+        detail = f": {outcome.detail}" if outcome.detail else ""
+        lines.append(
+            f"entry {outcome.position} {outcome.query!r}: {outcome.status} ({query_id}){detail}"
+        )
+    succeeded = sum(outcome.succeeded for outcome in outcomes)
+    lines.append(f"{succeeded} of {len(outcomes)} entries succeeded")
+    return lines

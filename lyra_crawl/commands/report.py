@@ -1,0 +1,85 @@
+"""`scrapy report [--last N | --query-id ID | --task TASK] [--html FILE]`: what crawls stored.
+
+Prints per query: engine, sources, pages per source, items new vs repeated, stop reasons,
+harvest, attribution counts and quota use today; --html also writes one self-contained page
+with plots. Reads LYRA_DB_PATH and LYRA_CONFIG_DIR. Exit status 1 when no query matches,
+2 when the database or config cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from lyra_crawl.config import ConfigError, load_config
+from lyra_crawl.report import query_report, quota_use, report_text
+from lyra_crawl.storage import Storage, StorageError, open_storage
+
+DEFAULT_LAST = 10
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--last N | --query-id ID | --task TASK] [--html FILE]"
+
+    def short_desc(self) -> str:
+        return "Report stored crawls: pages, items new vs repeated, stop reasons, quota"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument(
+            "--last", type=int, metavar="N", help=f"the last N queries (default {DEFAULT_LAST})"
+        )
+        which.add_argument(
+            "--query-id", type=int, action="append", metavar="ID", help="this query (repeatable)"
+        )
+        which.add_argument("--task", metavar="TASK", help="every query of this task_id")
+        parser.add_argument("--html", metavar="FILE", help="also write an HTML page with plots")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args:
+            raise UsageError(f"unexpected argument {args[0]!r}")
+        if opts.last is not None and opts.last < 1:
+            raise UsageError("--last must be 1 or more")
+        try:
+            config = load_config(self.settings.get("LYRA_CONFIG_DIR"))
+            storage = open_storage(self.settings.get("LYRA_DB_PATH"))
+        except (ConfigError, StorageError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
+        try:
+            ids = self._query_ids(storage, opts)
+            reports = [r for r in (query_report(storage, i) for i in ids) if r is not None]
+            now = datetime.now(UTC)
+            quota = quota_use(storage, config, now.date())
+        finally:
+            storage.close()
+        if not reports:
+            print(f"error: no query matches in {storage.path}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        print(report_text(reports, quota))
+        if opts.html:
+            # matplotlib is imported only when a page is asked for: it is slow to load.
+            from lyra_crawl.report_html import report_html
+
+            page = report_html(reports, quota, generated_at=now.isoformat(timespec="seconds"))
+            Path(opts.html).write_text(page, encoding="utf-8")
+            print(f"wrote {opts.html}")
+
+    def _query_ids(self, storage: Storage, opts: argparse.Namespace) -> list[int]:
+        if opts.query_id:
+            return opts.query_id
+        if opts.task:
+            return storage.task_query_ids(opts.task)
+        return storage.recent_query_ids(opts.last or DEFAULT_LAST)

@@ -1,0 +1,99 @@
+"""Schedule `serp` crawls on Scrapyd through schedule.json and wait for them.
+
+Scrapyd's listjobs.json says "finished" for a job that crashed as well as for one that
+succeeded, so the caller judges each job from its own row in the queries table (job_id).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from requests import RequestException
+from scrapyd_client.exceptions import ErrorResponse, MalformedResponse
+from scrapyd_client.pyclient import ScrapydClient
+
+SPIDER = "serp"
+FINISHED = "finished"
+# Not listed at all: Scrapyd was restarted, or the job fell off its finished_to_keep list.
+UNKNOWN = "unknown"
+
+
+class SchedulingError(RuntimeError):
+    """Scrapyd cannot be reached or refused a request; the message says which and why."""
+
+
+def schedule_crawl(
+    client: ScrapydClient, project: str, spider_args: Mapping[str, str], settings: Mapping[str, str]
+) -> str:
+    """Schedule one `serp` job; returns Scrapyd's job id."""
+    args = [("setting", f"{name}={value}") for name, value in settings.items()]
+    args += list(spider_args.items())
+    try:
+        return client.schedule(project, SPIDER, args=args)
+    except (ErrorResponse, MalformedResponse, RequestException) as exc:
+        raise SchedulingError(
+            f"Scrapyd at {client.url} refused to schedule {SPIDER} in project {project!r} "
+            f"({exc}): check the URL and that the project is deployed (scrapyd-deploy)"
+        ) from exc
+
+
+def job_states(client: ScrapydClient, project: str) -> dict[str, str]:
+    """Every job Scrapyd knows in `project`, by id: pending, running or finished."""
+    try:
+        listing = client.jobs(project)
+    except (ErrorResponse, MalformedResponse, RequestException) as exc:
+        raise SchedulingError(f"cannot list jobs on Scrapyd at {client.url} ({exc})") from exc
+    return {
+        job["id"]: state for state in ("pending", "running", FINISHED) for job in listing[state]
+    }
+
+
+def wait_for_jobs(
+    client: ScrapydClient,
+    project: str,
+    job_ids: Collection[str],
+    *,
+    poll_interval: float = 1.0,
+    timeout: float | None = None,
+    on_change: Callable[[str, str], None] | None = None,
+) -> dict[str, str]:
+    """Poll listjobs.json until every job has finished (or is unknown) or `timeout` passed.
+
+    Returns the last state seen per job; `on_change(job_id, state)` is called whenever a
+    job's state changes.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    states: dict[str, str] = {}
+    while True:
+        known = job_states(client, project)
+        for job_id in job_ids:
+            state = known.get(job_id, UNKNOWN)
+            if states.get(job_id) != state:
+                states[job_id] = state
+                if on_change is not None:
+                    on_change(job_id, state)
+        if all(states[job_id] in (FINISHED, UNKNOWN) for job_id in job_ids):
+            return states
+        if deadline is not None and time.monotonic() >= deadline:
+            return states
+        time.sleep(poll_interval)
+
+
+def job_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """This run's LYRA_* settings for each job, so jobs write where the batch reads.
+
+    Paths (names ending in _PATH or _DIR) are made absolute: Scrapyd runs jobs from its own
+    folder. Unset settings are left to the job's own defaults.
+    """
+    forwarded = {}
+    for name in settings:
+        value = settings[name]
+        if not name.startswith("LYRA_") or value is None:
+            continue
+        if name.endswith(("_PATH", "_DIR")):
+            value = os.path.abspath(value)
+        forwarded[name] = str(value)
+    return forwarded

@@ -1,0 +1,228 @@
+"""Batch files: parsing (pure), `scrapy batch` here and on a real Scrapyd, the cache skip."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from lyra_crawl.batch import BatchError, load_batch, parse_batch
+from lyra_crawl.cache import cache_key
+from lyra_crawl.config import load_config
+from lyra_crawl.storage import open_storage
+from tests.conftest import ROOT, query_db, run_scrapy
+
+EXAMPLE = ROOT / "config" / "batch.example.yaml"
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load_config()
+
+
+def batch_env(simulator, db_path: Path) -> dict[str, str]:
+    return {
+        "LYRA_SIMULATOR_URL": simulator.url,
+        "LYRA_DB_PATH": str(db_path),
+        "LYRA_RATE_LIMIT_ENABLED": "false",
+    }
+
+
+# -- the key and the file format (pure) ------------------------------------------------------
+
+
+def test_cache_key_sorts_engines_and_names_every_part():
+    assert cache_key("sea level", ["mojeek", "openalex"], None, 3) == cache_key(
+        "sea level", ["openalex", "mojeek"], None, 3
+    )
+    assert cache_key("sea level", ["openalex", "mojeek"], "year", 3) == (
+        "sea level|mojeek,openalex|year|serp_max_pages=3"
+    )
+
+
+def test_entries_take_the_defaults_and_override_them(config):
+    batch = parse_batch(
+        "defaults: {engine: mojeek, serp_max_pages: 2, task_id: t}\n"
+        "queries:\n"
+        "  - Climate  Adaptation\n"
+        "  - {query: floods, engine: duckduckgo, serp_max_pages: 4, sources: [openalex]}\n",
+        config,
+    )
+
+    first, second = batch.entries
+    assert batch.rejected == []
+    assert first.spider_args == {
+        "engine": "mojeek",
+        "serp_max_pages": "2",
+        "task_id": "t",
+        "query": "Climate  Adaptation",
+    }
+    assert first.cache_key == "climate adaptation|mojeek||serp_max_pages=2"
+    assert second.spider_args["engine"] == "duckduckgo"
+    assert second.spider_args["sources"] == "openalex"
+    assert second.cache_key == "floods|duckduckgo,openalex||serp_max_pages=4"
+
+
+def test_an_entry_without_engine_has_no_cache_key(config):
+    (entry,) = parse_batch("queries: [drought]\n", config).entries
+
+    assert entry.cache_key is None
+    assert "engine" not in entry.spider_args
+
+
+def test_bad_entries_are_rejected_with_their_position_and_the_rest_kept(config):
+    batch = parse_batch(
+        "queries:\n"
+        "  - fine\n"
+        "  - {query: too deep, serp_max_pages: 11}\n"
+        "  - {engine: mojeek}\n"
+        "  - {query: x, colour: blue}\n"
+        "  - {query: y, sources: 7}\n",
+        config,
+        filename="b.yaml",
+    )
+
+    assert [entry.position for entry in batch.entries] == [1]
+    messages = {rejected.position: rejected.message for rejected in batch.rejected}
+    assert messages[2].startswith("b.yaml: entry 2: serp_max_pages must be a whole number")
+    assert "query is required" in messages[3]
+    assert "unknown option 'colour'" in messages[4]
+    assert "sources must be a list of names" in messages[5]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("queries: [a\n", "not valid YAML"),
+        ("- a\n- b\n", "expected a mapping with a 'queries:' list"),
+        ("query: [a]\n", "expected a mapping with a 'queries:' list"),
+        ("queries: [a]\nextra: 1\n", "unknown key 'extra'"),
+        ("defaults: {pages: 3}\nqueries: [a]\n", "unknown option 'pages' in defaults"),
+    ],
+)
+def test_an_unusable_file_is_one_error(config, text, message):
+    with pytest.raises(BatchError, match=message):
+        parse_batch(text, config)
+
+
+def test_the_example_file_is_a_valid_batch(config):
+    batch = load_batch(EXAMPLE, config)
+
+    assert batch.rejected == []
+    assert len(batch.entries) >= 3
+
+
+# -- scrapy batch here -----------------------------------------------------------------------
+
+
+def test_example_batch_stores_every_query_then_skips_the_cached_ones(simulator, db_path, config):
+    entries = load_batch(EXAMPLE, config).entries
+
+    first = run_scrapy("batch", str(EXAMPLE), env=batch_env(simulator, db_path))
+
+    assert first.returncode == 0, first.stderr[-3000:]
+    rows = query_db(db_path, "SELECT id, query_text, status, items FROM queries ORDER BY id")
+    assert sorted(row["query_text"] for row in rows) == sorted(e.query for e in entries)
+    assert all(row["status"] == "finished" and row["items"] > 0 for row in rows)
+    pages = query_db(db_path, "SELECT COUNT(*) AS n FROM serp_items WHERE page_number IS NULL")
+    assert pages[0]["n"] == 0
+    assert f"{len(entries)} of {len(entries)} entries succeeded" in first.stdout
+
+    # The spider writes cache entries on another branch; here the test writes what it will.
+    now = datetime.now(UTC)
+    by_text = {row["query_text"]: row["id"] for row in rows}
+    storage = open_storage(db_path)
+    for entry in entries:
+        storage.store_cache_entry(
+            entry.cache_key,
+            by_text[entry.query],
+            created_at=now,
+            expires_at=now + timedelta(hours=1),
+        )
+    expired = entries[0]
+    storage.store_cache_entry(
+        expired.cache_key,
+        by_text[expired.query],
+        created_at=now - timedelta(days=2),
+        expires_at=now - timedelta(days=1),
+    )
+    storage.close()
+    requests_before = len(simulator.requests())
+
+    second = run_scrapy("batch", str(EXAMPLE), env=batch_env(simulator, db_path))
+
+    assert second.returncode == 0, second.stderr[-3000:]
+    for entry in entries[1:]:
+        assert f"entry {entry.position}: skipped, fresh in the cache" in second.stdout
+    assert f"entry {expired.position}: skipped" not in second.stdout
+    again = query_db(
+        db_path, "SELECT query_text FROM queries WHERE id > ?", (max(by_text.values()),)
+    )
+    assert [row["query_text"] for row in again] == [expired.query]
+    assert len(simulator.requests()) > requests_before
+
+
+def test_bad_entries_are_reported_and_the_rest_still_run(simulator, db_path, tmp_path):
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {engine: mojeek, serp_max_pages: 1}\n"
+        "queries:\n"
+        "  - wetlands\n"
+        "  - {query: mangroves, strategy: greedy}\n"
+        "  - {query: peatlands, engine: duckduckgo}\n"
+    )
+
+    result = run_scrapy("batch", str(batch_file), env=batch_env(simulator, db_path))
+
+    assert result.returncode == 1
+    assert f"error: {batch_file}: entry 2: strategy must be one of" in result.stderr
+    rows = query_db(db_path, "SELECT query_text, status FROM queries ORDER BY query_text")
+    assert [(r["query_text"], r["status"]) for r in rows] == [
+        ("peatlands", "finished"),
+        ("wetlands", "finished"),
+    ]
+    assert "2 of 3 entries succeeded" in result.stdout
+
+
+def test_an_unreadable_batch_file_exits_2_before_any_request(simulator, db_path, tmp_path):
+    result = run_scrapy("batch", str(tmp_path / "none.yaml"), env=batch_env(simulator, db_path))
+
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "none.yaml: cannot be read" in errors[0]
+    assert simulator.requests() == []
+
+
+# -- scrapy batch --scrapyd ------------------------------------------------------------------
+
+
+def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
+    scrapyd, simulator, db_path, tmp_path
+):
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {engine: mojeek, serp_max_pages: 2}\n"
+        "queries: [tundra fires, {query: boreal forest, engine: duckduckgo}]\n"
+    )
+
+    result = run_scrapy(
+        "batch",
+        str(batch_file),
+        "--scrapyd",
+        scrapyd.url,
+        "--poll-interval",
+        "0.5",
+        "--timeout",
+        "180",
+        env=batch_env(simulator, db_path),
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    rows = query_db(db_path, "SELECT query_text, status, job_id, items FROM queries ORDER BY id")
+    assert sorted(r["query_text"] for r in rows) == ["boreal forest", "tundra fires"]
+    assert all(r["status"] == "finished" and r["items"] == 20 for r in rows)
+    for row in rows:
+        assert f"(job {row['job_id']})" in result.stdout
+    assert "finished (job" in result.stdout
+    assert "2 of 2 entries succeeded" in result.stdout

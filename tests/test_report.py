@@ -1,0 +1,101 @@
+"""`scrapy report`: figures read back from real crawls, as text and as one HTML page."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import UTC, datetime
+
+import pytest_twisted
+
+from lyra_crawl.config import load_config
+from lyra_crawl.report import query_report, quota_use
+from lyra_crawl.storage import open_storage
+from tests.conftest import run_crawl, run_scrapy
+
+
+async def crawl_twice(simulator, db_path, query: str) -> None:
+    for pages in (2, 3):
+        await run_crawl(
+            simulator, db_path, query=query, engine="mojeek", serp_max_pages=pages, task_id="t1"
+        )
+
+
+def record_usage_and_a_paper(db_path) -> None:
+    """Google usage from another crawl today, and a paper the canonical merge would write."""
+    today = datetime.now(UTC).date().isoformat()
+    now = datetime.now(UTC).isoformat()
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.executemany(
+            "INSERT INTO engine_usage (engine, date, usage_count) VALUES (?, ?, ?)",
+            [("google", today, 7), ("google", "2000-01-01", 9)],
+        )
+        paper = conn.execute(
+            "INSERT INTO papers (title, normalized_title, attribution, created_at, updated_at)"
+            " VALUES ('A', 'a', 'both', ?, ?)",
+            (now, now),
+        ).lastrowid
+        conn.execute(
+            "UPDATE serp_items SET paper_id = ? WHERE query_id = 2 AND rank <= 3", (paper,)
+        )
+    conn.close()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_recrawl_counts_urls_stored_before_as_repeated(simulator, db_path):
+    await crawl_twice(simulator, db_path, "Tidal  Energy")
+    await run_crawl(simulator, db_path, query="wave power", engine="mojeek", serp_max_pages=1)
+    record_usage_and_a_paper(db_path)
+    storage = open_storage(db_path)
+
+    first, second, other = (query_report(storage, i) for i in (1, 2, 3))
+    quota = {use.engine: use for use in quota_use(storage, load_config(), datetime.now(UTC).date())}
+    assert storage.recent_query_ids(2) == [2, 3]
+    assert storage.task_query_ids("t1") == [1, 2]
+    storage.close()
+
+    assert (first.items, first.new, first.repeated) == (20, 20, 0)
+    assert (second.items, second.new, second.repeated) == (30, 10, 20)
+    assert (other.new, other.repeated) == (10, 0)
+    assert second.pages_per_source == {"mojeek": 3}
+    assert second.stop_reasons == {"mojeek": "max_pages"}
+    assert [page.novelty for page in second.pages] == [1.0, 1.0, 1.0]
+    assert second.attribution == {"both": 1, "api_only": 0, "serp_only": 0}
+    assert first.attribution == {"both": 0, "api_only": 0, "serp_only": 0}
+    # The quota middleware counted every request of the three crawls: 2 + 3 + 1 pages.
+    assert (quota["mojeek"].used, quota["mojeek"].daily_limit) == (6, None)
+    assert (quota["google"].used, quota["google"].daily_limit) == (7, 10)
+    assert quota["bing"].used == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_scrapy_report_prints_each_query_and_writes_one_html_page(
+    simulator, db_path, tmp_path
+):
+    await crawl_twice(simulator, db_path, "tidal energy")
+    record_usage_and_a_paper(db_path)
+    page = tmp_path / "report.html"
+
+    result = run_scrapy(
+        "report", "--task", "t1", "--html", str(page), env={"LYRA_DB_PATH": str(db_path)}
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "query 2: 'tidal energy' (task t1)" in result.stdout
+    assert "items 30: 10 new, 20 repeated" in result.stdout
+    assert "attribution both 1, api_only 0, serp_only 0" in result.stdout
+    assert "quota today: mojeek 5 (no daily limit)" in result.stdout
+    assert "  google 7 (of 10)" in result.stdout
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert html.count("<svg") == 3, "novelty and harvest per query, quota for the day"
+    assert not re.search(r"<(script|link|img)\b|\bsrc=", html), "self-contained"
+    assert "tidal energy" in html
+
+
+def test_scrapy_report_with_no_matching_query_exits_1(db_path):
+    result = run_scrapy("report", "--last", "5", env={"LYRA_DB_PATH": str(db_path)})
+
+    assert result.returncode == 1
+    assert "error: no query matches" in result.stderr

@@ -1,0 +1,84 @@
+"""The deployed egg run by a real Scrapyd on loopback, crawling the simulator into SQLite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from scrapyd_client.pyclient import ScrapydClient
+
+from lyra_crawl.scheduling import schedule_crawl, wait_for_jobs
+from tests.conftest import ROOT, Simulator, query_db
+from tests.scrapyd_server import ScrapydServer
+
+PROJECT = "lyra_crawl"
+JOB_TIMEOUT_S = 180.0
+
+
+def job_settings(simulator: Simulator, db_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        "LYRA_SIMULATOR_URL": simulator.url,
+        "LYRA_DB_PATH": str(db_path.resolve()),
+        "LYRA_RATE_LIMIT_ENABLED": "false",
+        **extra,
+    }
+
+
+def run_jobs(scrapyd: ScrapydServer, jobs: list[tuple[dict[str, str], dict[str, str]]]) -> list:
+    """Schedule (spider_args, settings) pairs at once, wait for all; returns their job ids."""
+    client = ScrapydClient(scrapyd.url)
+    job_ids = [schedule_crawl(client, PROJECT, args, settings) for args, settings in jobs]
+    states = wait_for_jobs(client, PROJECT, job_ids, poll_interval=0.5, timeout=JOB_TIMEOUT_S)
+    logs = "\n".join(scrapyd.job_log(PROJECT, job_id)[-3000:] for job_id in job_ids)
+    assert set(states.values()) == {"finished"}, f"{states}\n{logs}\n{scrapyd.log_tail()}"
+    return job_ids
+
+
+def test_deployed_project_lists_the_serp_spider(scrapyd):
+    assert ScrapydClient(scrapyd.url).spiders(PROJECT) == ["serp"]
+
+
+def test_a_scheduled_job_stores_its_pages_and_finishes_its_status_row(scrapyd, simulator, tmp_path):
+    db_path = tmp_path / "scrapyd.sqlite3"
+    args = {"query": "glacier retreat", "engine": "mojeek", "serp_max_pages": "3"}
+
+    (job_id,) = run_jobs(scrapyd, [(args, job_settings(simulator, db_path))])
+
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["job_id"] == job_id, scrapyd.job_log(PROJECT, job_id)[-3000:]
+    assert query["status"] == "finished"
+    assert json.loads(query["stop_reason"]) == {"mojeek": "max_pages"}
+    pages = query_db(db_path, "SELECT DISTINCT page_number FROM serp_items ORDER BY 1")
+    assert [row["page_number"] for row in pages] == [1, 2, 3]
+    assert query["items"] == 30
+    assert len(simulator.requests("mojeek")) == 3
+
+
+@pytest.fixture
+def limited_config_dir(tmp_path: Path) -> Path:
+    """The project's config with a daily limit of 3 requests on mojeek."""
+    folder = tmp_path / "config"
+    folder.mkdir()
+    (folder / "search_parsers.yaml").write_text((ROOT / "config/search_parsers.yaml").read_text())
+    policy = yaml.safe_load((ROOT / "config/engines.yaml").read_text())
+    policy["engines"]["mojeek"]["daily_limit"] = 3
+    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
+    return folder
+
+
+def test_two_jobs_at_once_share_one_daily_limit(scrapyd, simulator, tmp_path, limited_config_dir):
+    db_path = tmp_path / "scrapyd.sqlite3"
+    settings = job_settings(simulator, db_path, LYRA_CONFIG_DIR=str(limited_config_dir))
+    jobs = [
+        ({"query": query, "engine": "mojeek", "serp_max_pages": "3"}, settings)
+        for query in ("permafrost thaw", "ice sheet melt")
+    ]
+
+    job_ids = run_jobs(scrapyd, jobs)
+
+    rows = query_db(db_path, "SELECT job_id, status FROM queries ORDER BY id")
+    assert sorted(row["job_id"] for row in rows) == sorted(job_ids)
+    assert {row["status"] for row in rows} == {"finished"}
+    assert len(simulator.requests("mojeek")) <= 3
