@@ -138,8 +138,9 @@ def normalize_pmid(raw: str | None) -> str | None:
     if not raw:
         return None
     value = raw.strip()
-    if value.isdigit() and len(value) <= 9:
-        return str(int(value)) if int(value) else None
+    if value.isascii() and value.isdigit():
+        number = int(value)
+        return str(number) if 0 < number < 10**9 else None
     return extract_pmid(value)
 
 
