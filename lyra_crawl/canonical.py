@@ -4,15 +4,22 @@ Pure logic, no Scrapy imports. Two records are the same paper when
 
 * they share a DOI, an arXiv id or a PMID — transitively, so a Semantic Scholar record carrying
   both a journal DOI and an arXiv id joins the journal version and the preprint; or
-* their normalised titles score ``fuzz.ratio >= title_threshold`` *and* a second signal agrees:
-  a year within ``year_tolerance`` or a shared author surname. Generic titles ("Editorial",
-  "Book reviews", …) never merge on title, and two papers whose identifiers of the same kind
-  disagree (different DOIs) are not merged on title either.
+* their normalised titles (see ``normalize_title``) score ``fuzz.ratio >= title_threshold`` and
+  a second signal agrees: a year within ``year_tolerance`` or a shared author surname; or
+* one normalised title is the other plus a subtitle ("X" vs "X: how to Y") and both signals
+  agree: a year within tolerance and a shared author surname.
 
-Evidence is kept per canonical paper (union-find group), so a SERP record without authors can
-join through the year of an API record already in the group. Title scoring is blocked: each
-distinct title is scored, in one rapidfuzz call, only against earlier titles that share a pair of
-its longest words, which keeps the cost per record flat as the index grows.
+Title merges are refused when the titles are generic ("Editorial", "Book reviews", …), when one
+is a notice about the other ("Erratum: X") or a different part ("X, part II"), when both papers
+carry identifiers of one kind that disagree (two different DOIs), and when both carry years
+further apart than the tolerance — a paper and its journal version years later stay two papers
+unless an identifier links them.
+
+Evidence (years, surnames, identifiers) is kept per canonical paper, a union-find group, so a
+SERP record without authors can join through the year of an API record already in the group.
+Title scoring is blocked: each distinct title is scored, in one rapidfuzz call, only against
+earlier titles that share a pair of its longest words or its first or last words, and blocks of
+common words stop growing, which keeps the cost per record flat as the index grows.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ __all__ = [
     "CanonicalPaper",
     "CanonicalPaperIndex",
     "PaperRecord",
+    "RecordKind",
     "is_generic_title",
     "normalize_title",
 ]
@@ -131,7 +139,7 @@ _NOTICE = re.compile(
     r"|comments? on|reply to|response to|rebuttal)\b"
 )
 # "X, part I" and "X, part II" are two papers although their titles score 99.
-_PART = re.compile(r"\b(?:part|vol|volume|chapter|section|no|number)\s+(\w+)")
+_PART = re.compile(r"\b(?:part|vol|volume|chapter)\s+(\w+)")
 # Pairs of a title's longest words are its blocking keys: long words are rare, and a near
 # duplicate keeps at least two of its four longest words after a typo or a changed word.
 _BLOCK_WORDS = 4
