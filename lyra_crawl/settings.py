@@ -12,6 +12,15 @@ SPIDER_MODULES = ["lyra_crawl.spiders"]
 NEWSPIDER_MODULE = "lyra_crawl.spiders"
 COMMANDS_MODULE = "lyra_crawl.commands"
 
+
+def _env_flag(name: str, default: bool) -> bool:
+    """An on/off setting from the environment: 0, false, no and off turn it off."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.lower() not in ("0", "false", "no", "off")
+
+
 # -- lyra_crawl's own settings ---------------------------------------------------------------
 # Folder with search_parsers.yaml and engines.yaml; unset = the config bundled with the package.
 LYRA_CONFIG_DIR = os.environ.get("LYRA_CONFIG_DIR") or None
@@ -20,12 +29,12 @@ LYRA_DB_PATH = os.environ.get("LYRA_DB_PATH") or "data/lyra.sqlite3"
 # Base URL of the bundled simulator; every engine request goes there instead of the real host.
 LYRA_SIMULATOR_URL = os.environ.get("LYRA_SIMULATOR_URL") or None
 # Pace each engine at its qps from engines.yaml. Turn off only against the simulator.
-LYRA_RATE_LIMIT_ENABLED = os.environ.get("LYRA_RATE_LIMIT_ENABLED", "true").lower() not in (
-    "0",
-    "false",
-    "no",
-    "off",
-)
+LYRA_RATE_LIMIT_ENABLED = _env_flag("LYRA_RATE_LIMIT_ENABLED", True)
+# Fetch `render: browser` engines (Google) in headless Chromium. Off: they go over plain HTTP and
+# meet their JavaScript wall, and the crawl never loads Playwright.
+LYRA_BROWSER_ENABLED = _env_flag("LYRA_BROWSER_ENABLED", True)
+# The Chromium binary; unset = Playwright's own Chromium when installed, else /usr/bin/chromium.
+LYRA_CHROMIUM_PATH = os.environ.get("LYRA_CHROMIUM_PATH") or None
 
 # -- politeness: one slot per engine, paced by engines.yaml (set by SerpSpider) --------------
 # Engines' robots.txt disallow their own result pages; the politeness layer is the pacing and
@@ -58,6 +67,29 @@ ITEM_PIPELINES = {
     "lyra_crawl.pipelines.NormalizePipeline": 100,
     "lyra_crawl.pipelines.DedupePipeline": 200,
     "lyra_crawl.pipelines.StorePipeline": 900,
+}
+
+# -- browser: scrapy-playwright, loaded by SerpSpider only for crawls that may render ---------
+# One context with one page at a time (ADR-0014's TabPool); each page is closed after use.
+PLAYWRIGHT_BROWSER_TYPE = "chromium"
+PLAYWRIGHT_BROWSER_PROVIDER = "lyra_crawl.chromium.ChromiumProvider"
+PLAYWRIGHT_MAX_CONTEXTS = 1
+PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 1
+PLAYWRIGHT_ABORT_REQUEST = "lyra_crawl.chromium.abort_unneeded"
+PLAYWRIGHT_LAUNCH_OPTIONS = {
+    "headless": True,
+    # Root needs --no-sandbox; the rest stop Chromium's own background traffic (updates, sync,
+    # field trials, QUIC probes), which a closed network refuses and a search engine would see.
+    # Playwright gives every launch a fresh, empty --user-data-dir of its own.
+    "args": [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+    ],
 }
 
 # -- safety -----------------------------------------------------------------------------------
