@@ -4,7 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+# Browser tests and the browser benchmark drive Debian's Chromium: `playwright install` downloads
+# from a CDN that closed networks refuse. Set LYRA_CHROMIUM_PATH to use another binary.
+CHROMIUM ?= $(or $(LYRA_CHROMIUM_PATH),/usr/bin/chromium)
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
+
+.PHONY: install chromium demo test lint bench clean
 
 install: $(STAMP)
 
@@ -14,17 +19,27 @@ $(STAMP): requirements.txt
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
+chromium:
+ifeq ($(LYRA_SKIP_BROWSER_TESTS),1)
+	@echo "LYRA_SKIP_BROWSER_TESTS=1: not installing Chromium"
+else
+	@if [ -x "$(CHROMIUM)" ]; then echo "Chromium: $(CHROMIUM)"; else \
+	  echo "Chromium not found at $(CHROMIUM): installing Debian's chromium"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
+endif
+
 demo: install
 	$(BIN)/python -m lyra_crawl.demo
 
-test: install
+test: install chromium
 	$(BIN)/python -m pytest
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-bench: install
+bench: install chromium
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -6,11 +6,10 @@ query) in separate processes, alternating three times; the figure is the ratio o
 
 from __future__ import annotations
 
-import statistics
 import tempfile
 from pathlib import Path
 
-from benchmarks.crawl_runner import run_crawls
+from benchmarks.crawl_runner import median_figures, pages_per_second
 from lyra_crawl.simulator.process import running_simulator
 
 QUERIES = 20
@@ -20,10 +19,7 @@ ROUNDS = 3
 
 def _pages_per_second(kind: str, simulator_url: str, db_path: Path) -> float:
     queries = [f"benchmark query {number}" for number in range(QUERIES)]
-    measured = run_crawls(kind, simulator_url, db_path, queries, PAGES)
-    if measured["pages"] != QUERIES * PAGES:
-        raise RuntimeError(f"{kind} fetched {measured['pages']} pages, expected {QUERIES * PAGES}")
-    return measured["pages"] / measured["seconds"]
+    return pages_per_second(kind, simulator_url, db_path, queries, PAGES)
 
 
 def run(shared_dir: Path) -> dict[str, float]:
@@ -33,10 +29,4 @@ def run(shared_dir: Path) -> dict[str, float]:
             for kind in ("bare", "serp"):
                 db_path = Path(tmp) / f"{kind}-{round_number}.sqlite3"
                 speeds[kind].append(_pages_per_second(kind, simulator_url, db_path))
-    serp = statistics.median(speeds["serp"])
-    bare = statistics.median(speeds["bare"])
-    return {
-        "crawl_pages_per_s.serp": serp,
-        "crawl_pages_per_s.bare": bare,
-        "crawl_throughput_ratio": serp / bare,
-    }
+    return median_figures("crawl_pages_per_s", "crawl_throughput_ratio", speeds)

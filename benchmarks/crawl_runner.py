@@ -1,14 +1,16 @@
-"""One timed crawl process for bench_crawl: K queries x M pages, `serp` or a bare spider.
+"""One timed crawl process for the crawl benchmarks: K queries x M pages, `serp` or a bare spider.
 
 `python -m benchmarks.crawl_runner serp|bare SIMULATOR_URL DB_PATH QUERY_FILE PAGES` prints
 the pages fetched and the seconds taken, as JSON. Both kinds run K crawlers in one process, each
-paging one query one page at a time, so the only difference is lyra_crawl's own work.
+paging one query one page at a time, so the only difference is lyra_crawl's own work. `serp`
+crawls Mojeek unless --engine names another, with the config in --config-dir when given.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -54,6 +56,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("query_file", help="one query per line")
     parser.add_argument("pages", type=int)
     parser.add_argument("--strategy", default="fixed")
+    parser.add_argument("--engine", default="mojeek")
+    parser.add_argument("--config-dir")
     args = parser.parse_args(argv)
     queries = Path(args.query_file).read_text(encoding="utf-8").splitlines()
     settings = Settings()
@@ -63,6 +67,7 @@ def main(argv: list[str]) -> None:
             "LYRA_SIMULATOR_URL": args.simulator_url,
             "LYRA_DB_PATH": args.db_path,
             "LYRA_RATE_LIMIT_ENABLED": False,
+            "LYRA_CONFIG_DIR": args.config_dir,
             "LOG_LEVEL": "ERROR",
         },
         priority="cmdline",
@@ -77,7 +82,7 @@ def main(argv: list[str]) -> None:
             process.crawl(
                 crawler,
                 query=query,
-                engine="mojeek",
+                engine=args.engine,
                 serp_max_pages=args.pages,
                 strategy=args.strategy,
                 cache="off",
@@ -100,6 +105,8 @@ def run_crawls(
     queries: list[str],
     pages: int,
     strategy: str = "fixed",
+    engine: str = "mojeek",
+    config_dir: Path | None = None,
 ) -> dict[str, float]:
     """Run main() in a fresh process (one reactor per process) and return its figures."""
     query_file = db_path.with_suffix(".queries")
@@ -116,12 +123,38 @@ def run_crawls(
             str(pages),
             "--strategy",
             strategy,
+            "--engine",
+            engine,
+            *(["--config-dir", str(config_dir)] if config_dir else []),
         ],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     return json.loads(output.strip().splitlines()[-1])
+
+
+def pages_per_second(
+    kind: str, simulator_url: str, db_path: Path, queries: list[str], pages: int, **options: Any
+) -> float:
+    """Pages/s of run_crawls(...); every page asked for must have been fetched."""
+    measured = run_crawls(kind, simulator_url, db_path, queries, pages, **options)
+    if measured["pages"] != len(queries) * pages:
+        expected = len(queries) * pages
+        raise RuntimeError(f"{kind} fetched {measured['pages']} pages, expected {expected}")
+    return measured["pages"] / measured["seconds"]
+
+
+def median_figures(
+    prefix: str, ratio_name: str, speeds: dict[str, list[float]]
+) -> dict[str, float]:
+    """Median pages/s per kind as `prefix.kind`, and the first kind's over the second's."""
+    medians = {kind: statistics.median(values) for kind, values in speeds.items()}
+    first, second = medians.values()
+    return {
+        **{f"{prefix}.{kind}": value for kind, value in medians.items()},
+        ratio_name: first / second,
+    }
 
 
 if __name__ == "__main__":

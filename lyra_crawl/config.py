@@ -187,7 +187,7 @@ def load_config(config_dir: str | os.PathLike[str] | None = None) -> LyraConfig:
         texts = {name: _read_file(folder / name) for name in (PARSERS_FILE, POLICY_FILE)}
         source = str(folder)
     else:
-        texts = {name: _read_bundled(name) for name in (PARSERS_FILE, POLICY_FILE)}
+        texts = {name: read_bundled(name) for name in (PARSERS_FILE, POLICY_FILE)}
         source = "bundled config"
     return parse_config(texts[PARSERS_FILE], texts[POLICY_FILE], source=source)
 
@@ -240,7 +240,8 @@ def _read_file(path: Path) -> str:
         ) from None
 
 
-def _read_bundled(name: str) -> str:
+def read_bundled(name: str) -> str:
+    """The text of `name` as bundled with the package (config/ in a source checkout)."""
     package = resources.files("lyra_crawl")
     # Eggs and wheels carry config/ as lyra_crawl/bundled_config (see setup.py); a source
     # checkout has the package beside the project's config/ folder.

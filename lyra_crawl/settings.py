@@ -9,6 +9,7 @@ import os
 
 
 def _env_flag(name: str, default: bool = True) -> bool:
+    """An on/off setting from the environment: 0, false, no and off turn it off."""
     value = os.environ.get(name)
     if value is None:
         return default
@@ -19,6 +20,7 @@ BOT_NAME = "lyra_crawl"
 SPIDER_MODULES = ["lyra_crawl.spiders"]
 NEWSPIDER_MODULE = "lyra_crawl.spiders"
 COMMANDS_MODULE = "lyra_crawl.commands"
+
 
 # -- lyra_crawl's own settings ---------------------------------------------------------------
 # Folder with search_parsers.yaml and engines.yaml; unset = the config bundled with the package.
@@ -35,6 +37,11 @@ LYRA_QUOTA_ENABLED = _env_flag("LYRA_QUOTA_ENABLED")
 # Circuit breaker and block detection: queue block pages as interventions, refuse requests to an
 # engine while its breaker is open (engines.yaml `breaker:`).
 LYRA_BREAKER_ENABLED = _env_flag("LYRA_BREAKER_ENABLED")
+# Fetch `render: browser` engines (Google) in headless Chromium. Off: they go over plain HTTP and
+# meet their JavaScript wall, and the crawl never loads Playwright.
+LYRA_BROWSER_ENABLED = _env_flag("LYRA_BROWSER_ENABLED", True)
+# The Chromium binary; unset = Playwright's own Chromium when installed, else /usr/bin/chromium.
+LYRA_CHROMIUM_PATH = os.environ.get("LYRA_CHROMIUM_PATH") or None
 
 # -- politeness: one download slot per engine, concurrency 1 (set by SerpSpider) ------------
 # Order on the way out: breaker -> quota -> rate -> download; block detection sees responses
@@ -79,6 +86,29 @@ ITEM_PIPELINES = {
     "lyra_crawl.pipelines.NormalizePipeline": 100,
     "lyra_crawl.pipelines.DedupePipeline": 200,
     "lyra_crawl.pipelines.StorePipeline": 900,
+}
+
+# -- browser: scrapy-playwright, loaded by SerpSpider only for crawls that may render ---------
+# One context with one page at a time (ADR-0014's TabPool); each page is closed after use.
+PLAYWRIGHT_BROWSER_TYPE = "chromium"
+PLAYWRIGHT_BROWSER_PROVIDER = "lyra_crawl.chromium.ChromiumProvider"
+PLAYWRIGHT_MAX_CONTEXTS = 1
+PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 1
+PLAYWRIGHT_ABORT_REQUEST = "lyra_crawl.chromium.abort_unneeded"
+PLAYWRIGHT_LAUNCH_OPTIONS = {
+    "headless": True,
+    # Root needs --no-sandbox; the rest stop Chromium's own background traffic (updates, sync,
+    # field trials, QUIC probes), which a closed network refuses and a search engine would see.
+    # Playwright gives every launch a fresh, empty --user-data-dir of its own.
+    "args": [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+    ],
 }
 
 # -- safety -----------------------------------------------------------------------------------

@@ -7,36 +7,27 @@ from pathlib import Path
 
 import pytest
 import pytest_twisted
-import yaml
 
 from lyra_crawl.config import load_config
+from lyra_crawl.simulator.config import write_paging_config
 from lyra_crawl.simulator.engines import ENGINE_NAMES
-from tests.conftest import ROOT, query_db, run_crawl
+from tests.conftest import query_db, run_crawl
 from tests.test_crawl_e2e import assert_pages_stored, the_query
 
 # Requests per page beyond the page itself.
 EXTRA_REQUESTS = {"startpage": 1, "pubmed": 3}  # the token page once; esummary per page
+# These tests fetch Google over plain HTTP, so its results must be in the raw HTML.
+SIMULATOR_OPTIONS = {"google": ("--no-google-js",)}
 
 
 @pytest.fixture
 def crawlable_config(tmp_path: Path) -> Path:
     """The bundled config, with every engine paginating and Google fetched over plain HTTP.
 
-    Google is `render: browser` until the browser issue lands; the simulator serves its results
-    in the raw HTML (without --google-js), so plain HTTP reads them. Google, Bing and Brave have
-    pagination switched off in the shipped policy (ten requests a day); these tests need three.
+    Google is `render: browser` (tests/test_browser_e2e.py renders it); here the simulator serves
+    its results in the raw HTML (--no-google-js), so plain HTTP reads them.
     """
-    folder = tmp_path / "config"
-    folder.mkdir()
-    parsers = yaml.safe_load((ROOT / "config" / "search_parsers.yaml").read_text())
-    parsers["engines"]["google"].update(implemented=True, render="http")
-    policy = yaml.safe_load((ROOT / "config" / "engines.yaml").read_text())
-    for engine in policy["engines"].values():
-        engine["pagination_enabled"] = True
-    (folder / "search_parsers.yaml").write_text(yaml.safe_dump(parsers))
-    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
-    load_config(folder)  # still valid
-    return folder
+    return write_paging_config(tmp_path / "config", render="http")
 
 
 def crawl(simulator, db_path, config_dir: Path, engine: str, **spider_args):
@@ -61,7 +52,10 @@ def test_the_simulator_serves_every_engine() -> None:
 
 @pytest.mark.parametrize("engine", ENGINE_NAMES)
 @pytest_twisted.ensureDeferred
-async def test_three_pages_of_each_engine_are_stored(simulator, db_path, crawlable_config, engine):
+async def test_three_pages_of_each_engine_are_stored(
+    start_simulator, db_path, crawlable_config, engine
+):
+    simulator = start_simulator(*SIMULATOR_OPTIONS.get(engine, ()))
     await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
 
     assert_pages_stored(db_path, engine, [1, 2, 3])
@@ -101,7 +95,7 @@ async def test_pubmed_completes_each_page_with_esummary(simulator, db_path, craw
 async def test_a_redirect_to_a_captcha_page_is_a_captcha(
     start_simulator, db_path, crawlable_config, engine
 ):
-    simulator = start_simulator("--captcha-at", f"{engine}:2")
+    simulator = start_simulator("--captcha-at", f"{engine}:2", *SIMULATOR_OPTIONS.get(engine, ()))
     crawler = await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
 
     assert_pages_stored(db_path, engine, [1])
@@ -127,7 +121,7 @@ async def test_a_repeated_page_is_a_soft_block(
 async def test_google_pages_built_by_javascript_are_a_javascript_wall_over_http(
     start_simulator, db_path, crawlable_config
 ):
-    simulator = start_simulator("--google-js")
+    simulator = start_simulator()  # Google's results come by script, as on the real engine
     await crawl(simulator, db_path, crawlable_config, "google", serp_max_pages=3)
 
     assert page_outcomes(db_path) == [(1, "javascript_required")]

@@ -64,7 +64,9 @@ def test_last_mile_falls_back_to_normal_engines_when_none_is_available():
 
     assert decision.engine in usable and not config.policy(decision.engine).lastmile
     assert decision.should_use_lastmile is True
-    assert "no last-mile engine is available (unavailable: mojeek, brave, bing)" in decision.reason
+    assert "no last-mile engine is available (unavailable: mojeek, brave, google, bing)" in (
+        decision.reason
+    )
 
 
 def test_no_harvest_rate_means_a_weighted_choice_among_available_engines():

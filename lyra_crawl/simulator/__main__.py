@@ -57,8 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     _page_fault(parser, "--repeat-at", "answer that page with the page before it (a soft block)")
     parser.add_argument(
         "--google-js",
-        action="store_true",
-        help="Google pages insert their results with JavaScript, as the real engine does",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Google pages insert their results with JavaScript, as the real engine does "
+        "(--no-google-js: results in the raw HTML)",
     )
     parser.add_argument(
         "--slow-at",

@@ -2,8 +2,8 @@
 
 Arguments (`-a name=value`): query (required), engine, serp_page, serp_max_pages, strategy,
 time_range, region, task_id, harvest_rate; Scrapyd's `_job` is accepted. Settings:
-LYRA_CONFIG_DIR, LYRA_DB_PATH, LYRA_SIMULATOR_URL (see settings.py and the README); the
-politeness middlewares have their own.
+LYRA_CONFIG_DIR, LYRA_DB_PATH, LYRA_SIMULATOR_URL, LYRA_BROWSER_ENABLED, LYRA_CHROMIUM_PATH (see
+settings.py and the README); the politeness middlewares have their own.
 
 Without `-a engine=`, selection.py picks the engine (last-mile for tasks with a high harvest
 rate), among engines whose breaker is not open and whose daily quota is not spent.
@@ -12,7 +12,8 @@ Page N+1 is requested only after page N is parsed, from the URL formula or, for 
 hand a token from page to page, from page N's own next-page form. Engines with a token page
 (Startpage) have it fetched before page 1; engines whose page needs a follow-up request (PubMed's
 esummary) have it answered before the page is opened. A page that repeats the previous page of
-its source is a soft block. Each page is stored whole.
+its source is a soft block. Each page is stored whole. Pages of `render: browser` engines are
+rendered in Chromium (lyra_crawl.browser) and parsed like any other.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from twisted.python.failure import Failure
 
 from lyra_crawl.arguments import CrawlArguments, parse_crawl_arguments, usable_engines
 from lyra_crawl.breaker import refuses_now
+from lyra_crawl.browser import browser_meta, install_browser, render_schemes
 from lyra_crawl.cache import cache_key
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
@@ -69,6 +71,7 @@ class SerpSpider(scrapy.Spider):
         self.engine_name: str | None = None
         self.stop_reasons: dict[str, str] = {}
         self.simulator_url: str | None = None
+        self.browser_enabled = False
         self.cache_hit = False
         self.relevance = RelevanceConfig(threshold=config.pagination.relevance_threshold)
         # URLs of the last page parsed per source, to catch an engine repeating a page.
@@ -97,6 +100,12 @@ class SerpSpider(scrapy.Spider):
         spider = cls(config=config, arguments=arguments, storage=storage)
         spider._set_crawler(crawler)
         spider.simulator_url = settings.get("LYRA_SIMULATOR_URL") or None
+        spider.browser_enabled = settings.getbool("LYRA_BROWSER_ENABLED")
+        if spider.browser_enabled:
+            # Settings are still open here; crawls that render nothing never load Playwright.
+            schemes = render_schemes(config, arguments.engine, spider.simulator_url)
+            if schemes:
+                install_browser(settings, schemes)
         return spider
 
     # -- start ---------------------------------------------------------------------------
@@ -279,6 +288,8 @@ class SerpSpider(scrapy.Spider):
             # followed, so a 302 to a CAPTCHA page shows up as that page's URL).
             "handle_httpstatus_list": HANDLED_STATUSES,
         }
+        if spec.render == "browser" and self.browser_enabled:
+            meta.update(browser_meta(spec))
         if page.method == "POST":
             return FormRequest(
                 url,

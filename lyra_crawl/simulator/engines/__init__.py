@@ -16,7 +16,7 @@ from lyra_crawl.simulator.engines.web import Bing, Brave, Ecosia, Google, Margin
 __all__ = ["ENGINE_NAMES", "SimEngine", "SimPage", "build_engines"]
 
 
-def build_engines(*, google_js: bool = False) -> dict[str, SimEngine]:
+def build_engines(*, google_js: bool = True) -> dict[str, SimEngine]:
     """One fresh instance of every engine; `google_js` makes Google insert results by script."""
     engines: list[SimEngine] = [
         DuckDuckGoHtml(),

@@ -25,12 +25,13 @@ class Google(OffsetPaged):
 
     With `javascript` on, results reach the page only through a script (as on the real page
     today): a plain HTTP client sees the "enable JavaScript" interstitial, a browser the results.
+    The logo is an image a browser would fetch from the simulator (so aborting it shows).
     """
 
     name = "google"
     page_param = "start"
 
-    def __init__(self, javascript: bool = False) -> None:
+    def __init__(self, javascript: bool = True) -> None:
         self.javascript = javascript
 
     def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
@@ -73,7 +74,8 @@ class Google(OffsetPaged):
                 'http-equiv="refresh"></noscript><div id="app"></div><script>'
                 f"document.getElementById('app').innerHTML = {json.dumps(main)};</script>"
             )
-        return html_page(f"{query} - Google Search", main)
+        logo = '<img id="logo" src="/images/branding/googlelogo_sim.png" alt="Google">'
+        return html_page(f"{query} - Google Search", logo + main)
 
     def captcha_page(self, query: str) -> SimPage:
         return redirect("/sorry/index?" + urlencode({"continue": f"/search?q={query}"}))
