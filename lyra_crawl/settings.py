@@ -19,6 +19,11 @@ LYRA_CONFIG_DIR = os.environ.get("LYRA_CONFIG_DIR") or None
 LYRA_DB_PATH = os.environ.get("LYRA_DB_PATH") or "data/lyra.sqlite3"
 # Base URL of the bundled simulator; every engine request goes there instead of the real host.
 LYRA_SIMULATOR_URL = os.environ.get("LYRA_SIMULATOR_URL") or None
+# Secrets of the paper APIs (empty = not sent): Semantic Scholar's key goes in the x-api-key
+# header, OpenAlex's in api_key; the contact email is OpenAlex's and Crossref's `mailto`.
+LYRA_S2_API_KEY = os.environ.get("LYRA_S2_API_KEY", "")
+LYRA_OPENALEX_API_KEY = os.environ.get("LYRA_OPENALEX_API_KEY", "")
+LYRA_CONTACT_EMAIL = os.environ.get("LYRA_CONTACT_EMAIL", "")
 # Pace each engine at its qps from engines.yaml. Turn off only against the simulator.
 LYRA_RATE_LIMIT_ENABLED = os.environ.get("LYRA_RATE_LIMIT_ENABLED", "true").lower() not in (
     "0",
