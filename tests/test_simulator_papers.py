@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 
 import pytest
 
@@ -110,3 +111,28 @@ def test_semantic_scholar_past_its_window_is_a_400_error(simulator: Simulator) -
 
     assert result.outcome is Outcome.ERROR
     assert "limit and/or offset is not available" in result.detail
+
+
+def test_a_malformed_page_is_an_error_saying_why(
+    start_simulator: Callable[..., Simulator],
+) -> None:
+    simulator = start_simulator("--malformed-at", "openalex:2")
+
+    assert fetch(simulator, "openalex", 1).outcome is Outcome.OK
+    broken = fetch(simulator, "openalex", 2)
+    assert broken.outcome is Outcome.ERROR
+    assert "body is not JSON" in broken.detail
+
+
+def test_pubmed_summaries_carry_authors_year_and_journal(simulator: Simulator) -> None:
+    spec = CONFIG.engine("pubmed")
+    search = fetch(simulator, "pubmed", 1)
+    assert search.follow_up is not None
+    url = route_to_simulator(search.follow_up.url, "pubmed", simulator.url)
+    with urllib.request.urlopen(url, timeout=10) as response:
+        summaries = parse_page(spec, response.read(), 1)
+
+    assert summaries.outcome is Outcome.OK
+    first = summaries.results[0]
+    assert first.authors and first.year and first.venue == "Journal of Simulated Results"
+    assert first.source_id == first.pmid
