@@ -38,11 +38,28 @@ TIME_RANGES = ("day", "week", "month", "year")
 PARAM_PLACEHOLDERS = frozenset(
     {"query", "offset", "page", "results_per_page", "time_range", "region", "language"}
 )
+# Placeholders filled from settings, never from the query: placeholder -> the LYRA_* setting.
+# A secret left empty drops the parameter or header that uses it.
+SECRET_SETTINGS: Mapping[str, str] = {
+    "s2_api_key": "LYRA_S2_API_KEY",
+    "openalex_api_key": "LYRA_OPENALEX_API_KEY",
+    "contact_email": "LYRA_CONTACT_EMAIL",
+}
+SECRET_PLACEHOLDERS = frozenset(SECRET_SETTINGS)
 HOST_PLACEHOLDERS = frozenset({"language"})
 REQUIRED_HTML_RULES = ("results", "url", "title")
 # Parsers for bodies that XPath rules cannot describe (JSON, Atom, E-utilities XML), by name;
 # lyra_crawl.engines.parsing maps each name to its module.
-PARSER_HOOKS = ("qwant", "wikipedia", "wikidata", "arxiv", "pubmed")
+PARSER_HOOKS = (
+    "qwant",
+    "wikipedia",
+    "wikidata",
+    "arxiv",
+    "pubmed",
+    "semantic_scholar",
+    "openalex",
+    "crossref",
+)
 FOLLOW_UP_PLACEHOLDERS = frozenset({"ids"})
 
 
@@ -93,6 +110,8 @@ class EngineSpec:
     follow_up: FollowUp | None
     parser: str | None
     max_pages: int
+    # The deepest result the engine serves by offset or page (offset + limit <= it), if capped.
+    max_results_window: int | None
     max_query_length: int
     time_range: Mapping[str, str]
     region: Mapping[str, str]
@@ -100,6 +119,10 @@ class EngineSpec:
     # Each rule is a list of XPath alternatives, tried in order until one finds something.
     parse: Mapping[str, tuple[str, ...]]
     blocks: tuple[BlockRule, ...]
+    # Request headers; values may use only secret placeholders ({s2_api_key}, …).
+    headers: Mapping[str, str] = field(default_factory=dict)
+    # A scholarly source (paper records, not web pages): the unified-sources side of a crawl.
+    scholarly: bool = False
 
     @property
     def host(self) -> str:
@@ -330,6 +353,16 @@ def _optional_str(value: Any, filename: str, engine: str, key: str) -> str | Non
     return None if value is None else _typed(value, str, filename, engine, key)
 
 
+def _optional_int(value: Any, filename: str, engine: str, key: str) -> int | None:
+    """A whole number >= 1, or None when absent."""
+    if value is None:
+        return None
+    number = _typed(value, int, filename, engine, key)
+    if number < 1:
+        raise ConfigError(f"{_where(filename, engine, key)} must be >= 1 (got {number})")
+    return number
+
+
 def _typed(value: Any, kind: type, filename: str, engine: str, key: str) -> Any:
     ok = isinstance(value, kind) and not (kind in (int, float) and isinstance(value, bool))
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
@@ -377,7 +410,10 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
             f"{_where(f, name, 'url')} may use only {{language}}, in the host (got {url!r}): "
             "put query values under params"
         )
-    params = _template_params(get("params"), name, "params", PARAM_PLACEHOLDERS)
+    params = _template_params(
+        get("params"), name, "params", PARAM_PLACEHOLDERS | SECRET_PLACEHOLDERS
+    )
+    headers = _template_params(get("headers"), name, "headers", SECRET_PLACEHOLDERS)
     pagination_type = _choice(
         _require(node, "pagination_type", f, name), PAGINATION_TYPES, f, name, "pagination_type"
     )
@@ -391,6 +427,15 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
     max_pages = _typed(_require(node, "max_pages", f, name), int, f, name, "max_pages")
     if max_pages < 1:
         raise ConfigError(f"{_where(f, name, 'max_pages')} must be >= 1 (got {max_pages})")
+    window = _optional_int(get("max_results_window"), f, name, "max_results_window")
+    offset_base = _typed(get("offset_base", 0), int, f, name, "offset_base")
+    if window is not None and offset_base + max_pages * results_per_page > window:
+        deepest = offset_base + max_pages * results_per_page
+        raise ConfigError(
+            f"{_where(f, name, 'max_pages')} {max_pages} with results_per_page "
+            f"{results_per_page} reaches result {deepest}, past max_results_window {window} "
+            "(the engine serves nothing deeper): lower max_pages or results_per_page"
+        )
     first_page_omits = _string_list(get("first_page_omits"), f, name, "first_page_omits")
     for param in first_page_omits:
         if param not in params:
@@ -459,7 +504,7 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
             _require(node, "pagination_param", f, name), str, f, name, "pagination_param"
         ),
         results_per_page=results_per_page,
-        offset_base=_typed(get("offset_base", 0), int, f, name, "offset_base"),
+        offset_base=offset_base,
         page_base=_typed(get("page_base", 1), int, f, name, "page_base"),
         first_page_omits=first_page_omits,
         next_page=next_page,
@@ -469,6 +514,7 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
         follow_up=_follow_up(name, get("follow_up"), parts.hostname),
         parser=parser,
         max_pages=max_pages,
+        max_results_window=window,
         max_query_length=_typed(get("max_query_length", 2000), int, f, name, "max_query_length"),
         time_range=time_range,
         region=region,
@@ -478,6 +524,8 @@ def _engine_spec(name: str, node: Any) -> EngineSpec:
             _block_rule(name, i, rule)
             for i, rule in enumerate(_list(get("blocks"), f, name, "blocks"))
         ),
+        headers=headers,
+        scholarly=_typed(get("scholarly", False), bool, f, name, "scholarly"),
     )
 
 

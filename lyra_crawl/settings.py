@@ -42,6 +42,11 @@ LYRA_BREAKER_ENABLED = _env_flag("LYRA_BREAKER_ENABLED")
 LYRA_BROWSER_ENABLED = _env_flag("LYRA_BROWSER_ENABLED", True)
 # The Chromium binary; unset = Playwright's own Chromium when installed, else /usr/bin/chromium.
 LYRA_CHROMIUM_PATH = os.environ.get("LYRA_CHROMIUM_PATH") or None
+# Secrets of the paper APIs (empty = not sent): Semantic Scholar's key goes in the x-api-key
+# header, OpenAlex's in api_key; the contact email is OpenAlex's and Crossref's `mailto`.
+LYRA_S2_API_KEY = os.environ.get("LYRA_S2_API_KEY", "")
+LYRA_OPENALEX_API_KEY = os.environ.get("LYRA_OPENALEX_API_KEY", "")
+LYRA_CONTACT_EMAIL = os.environ.get("LYRA_CONTACT_EMAIL", "")
 
 # -- politeness: one download slot per engine, concurrency 1 (set by SerpSpider) ------------
 # Order on the way out: breaker -> quota -> rate -> download; block detection sees responses

@@ -95,7 +95,20 @@ def test_arxiv_ids_lose_their_version_and_keep_the_doi() -> None:
     first = parse_file(rel, {"engine": "arxiv"}).results[0]
 
     assert (first.arxiv_id, first.url) == ("2202.12139", "https://arxiv.org/abs/2202.12139")
-    assert first.doi == "10.1109/ICSTW55395.2022.00035"
+    # Lower-case, as every source gives DOIs (they are case-insensitive).
+    assert first.doi == "10.1109/icstw55395.2022.00035"
+
+
+def test_arxiv_entries_carry_authors_year_and_journal_ref() -> None:
+    rel = "serp/arxiv/arxivpy-q-testing-start0-max10-2026-04.atom.xml"
+    results = parse_file(rel, {"engine": "arxiv"}).results
+    first = results[0]
+
+    assert first.authors == ("Mohit Kumar Ahuja", "Arnaud Gotlieb", "Helge Spieker")
+    assert (first.year, first.source_id) == (2022, "2202.12139")
+    assert first.venue and first.venue.startswith("Artificial Intelligence in Software Testing")
+    assert first.abstract == first.snippet
+    assert results[-1].venue is None  # no journal_ref: a preprint only
 
 
 def test_pubmed_esearch_page_asks_esummary_for_its_ids() -> None:

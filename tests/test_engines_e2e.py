@@ -55,7 +55,8 @@ def test_the_simulator_serves_every_engine() -> None:
 async def test_three_pages_of_each_engine_are_stored(
     start_simulator, db_path, crawlable_config, engine
 ):
-    simulator = start_simulator(*SIMULATOR_OPTIONS.get(engine, ()))
+    # Deep enough for three pages of the paper APIs' 100 results.
+    simulator = start_simulator("--results-total", "300", *SIMULATOR_OPTIONS.get(engine, ()))
     await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
 
     assert_pages_stored(db_path, engine, [1, 2, 3])
@@ -136,3 +137,43 @@ async def test_an_engines_max_pages_is_never_exceeded(simulator, db_path, crawla
     offsets = [r["params"]["offset"] for r in simulator.requests("qwant")]
     assert offsets == ["0", "10", "20", "30", "40"]
     assert json.loads(the_query(db_path)["stop_reason"]) == {"qwant": "max_pages"}
+
+
+@pytest.mark.parametrize(
+    ("fault", "outcomes", "stop_reason"),
+    [
+        (("--status-at", "openalex:2:500"), [(1, "ok"), (2, "error")], "error"),
+        (("--malformed-at", "openalex:2"), [(1, "ok"), (2, "error")], "error"),
+        (("--drop-at", "openalex:2"), [(1, "ok")], "error"),
+        (("--captcha-at", "semantic_scholar:2"), [(1, "ok"), (2, "rate_limited")], "blocked"),
+    ],
+    ids=["status-500", "malformed", "drop", "rate-limited"],
+)
+@pytest_twisted.ensureDeferred
+async def test_a_failing_paper_api_page_keeps_the_pages_before_it(
+    start_simulator, db_path, crawlable_config, fault, outcomes, stop_reason
+):
+    engine = fault[1].split(":")[0]
+    simulator = start_simulator("--results-total", "300", *fault)
+    await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
+
+    assert_pages_stored(db_path, engine, [1])
+    assert page_outcomes(db_path) == outcomes
+    assert json.loads(the_query(db_path)["stop_reason"]) == {engine: stop_reason}
+
+
+@pytest_twisted.ensureDeferred
+async def test_paper_api_records_are_stored_with_their_ids(
+    start_simulator, db_path, crawlable_config
+):
+    simulator = start_simulator("--results-total", "300")
+    await crawl(simulator, db_path, crawlable_config, "semantic_scholar", serp_max_pages=1)
+
+    rows = query_db(db_path, "SELECT url, doi, arxiv_id, pmid FROM serp_items")
+    assert len(rows) == 100
+    assert all(row["url"].startswith("https://www.semanticscholar.org/paper/") for row in rows)
+    assert {bool(row["doi"]) for row in rows} == {True, False}
+    assert any(row["arxiv_id"] for row in rows) and any(row["pmid"] for row in rows)
+    (request,) = simulator.requests("semantic_scholar")
+    assert request["path"] == "/graph/v1/paper/search"
+    assert (request["params"]["offset"], request["params"]["limit"]) == ("0", "100")

@@ -42,7 +42,7 @@ def test_prints_the_ids_an_engine_gives() -> None:
 
     first = json.loads(parse_serp("arxiv", str(page)).stdout.splitlines()[0])
 
-    assert (first["arxiv_id"], first["doi"]) == ("2202.12139", "10.1109/ICSTW55395.2022.00035")
+    assert (first["arxiv_id"], first["doi"]) == ("2202.12139", "10.1109/icstw55395.2022.00035")
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,12 @@ import pytest
 import yaml
 
 from lyra_crawl.config import ConfigError, load_config, parse_config
-from lyra_crawl.engines.request import QueryError, build_follow_up, build_page_request
+from lyra_crawl.engines.request import (
+    QueryError,
+    build_follow_up,
+    build_page_request,
+    secrets_from_settings,
+)
 from tests.conftest import ROOT
 
 CONFIG = load_config()
@@ -37,6 +42,9 @@ PAGING = [
     ("wikidata", "continue", ["0", "7", "14"]),
     ("arxiv", "start", ["0", "10", "20"]),
     ("pubmed", "retstart", ["0", "20", "40"]),
+    ("semantic_scholar", "offset", ["0", "100", "200"]),
+    ("openalex", "page", ["1", "2", "3"]),
+    ("crossref", "offset", ["0", "100", "200"]),
 ]
 
 
@@ -102,6 +110,16 @@ def test_pubmed_follow_up_asks_esummary_for_the_ids_in_order() -> None:
         ("bing", {"parser": "qwant"}, "html engines are parsed by their XPath rules"),
         ("duckduckgo", {"next_page_form": None}, "next_page_form is missing"),
         (
+            "semantic_scholar",
+            {"max_pages": 11},
+            "max_pages 11 with results_per_page 100 reaches result 1100, past "
+            "max_results_window 1000",
+        ),
+        ("semantic_scholar", {"max_results_window": 0}, "max_results_window must be >= 1"),
+        ("openalex", {"scholarly": "yes"}, "scholarly must be true or false"),
+        ("semantic_scholar", {"headers": {"x-api-key": "{query}"}}, "unknown placeholder {query}"),
+        ("crossref", {"params": {"mailto": "{email}"}}, "unknown placeholder {email}"),
+        (
             "pubmed",
             {
                 "follow_up": {
@@ -121,3 +139,84 @@ def test_engine_fields_are_validated_with_a_clear_message(engine, change, messag
     with pytest.raises(ConfigError, match=re.escape(message)) as error:
         parse_config(yaml.safe_dump(parsers), policy)
     assert str(error.value).startswith(f"search_parsers.yaml: engine '{engine}': ")
+
+
+SECRETS = {"s2_api_key": "s2-secret", "openalex_api_key": "oa-secret", "contact_email": "a@b.org"}
+
+
+def api_request(engine: str, page: int, secrets: dict[str, str] | None = None):
+    request = build_page_request(CONFIG.engine(engine), QUERY, page, secrets=secrets)
+    return request, dict(parse_qsl(urlsplit(request.url).query))
+
+
+def test_semantic_scholar_pages_by_offset_and_limit_with_the_fields_it_parses() -> None:
+    request, query = api_request("semantic_scholar", 3)
+
+    assert urlsplit(request.url).path == "/graph/v1/paper/search"
+    assert (query["query"], query["offset"], query["limit"]) == (QUERY, "200", "100")
+    assert set(query["fields"].split(",")) >= {"title", "url", "year", "authors", "externalIds"}
+    assert set(query["fields"].split(",")) >= {"venue", "abstract"}
+
+
+def test_semantic_scholar_sends_its_key_as_a_header_only_when_set() -> None:
+    without, _ = api_request("semantic_scholar", 1)
+    with_key, query = api_request("semantic_scholar", 1, SECRETS)
+
+    assert without.headers == ()
+    assert with_key.headers == (("x-api-key", "s2-secret"),)
+    assert "s2-secret" not in with_key.url and "api_key" not in query
+
+
+def test_semantic_scholar_never_builds_a_page_past_its_1000_result_window() -> None:
+    spec = CONFIG.engine("semantic_scholar")
+    _, last = api_request("semantic_scholar", 10)
+    assert int(last["offset"]) + int(last["limit"]) == spec.max_results_window == 1000
+
+    with pytest.raises(QueryError, match="at most 10 pages"):
+        build_page_request(spec, QUERY, 11)
+
+
+def test_openalex_pages_by_page_and_sends_key_and_mailto_when_set() -> None:
+    _, bare = api_request("openalex", 2)
+    _, query = api_request("openalex", 2, SECRETS)
+
+    assert bare == {"search": QUERY, "per-page": "100", "page": "2"}
+    assert query == {**bare, "api_key": "oa-secret", "mailto": "a@b.org"}
+
+
+def test_crossref_pages_by_rows_and_offset_with_mailto_when_set() -> None:
+    _, bare = api_request("crossref", 3)
+    _, query = api_request("crossref", 3, SECRETS)
+
+    assert bare == {"query": QUERY, "rows": "100", "offset": "200"}
+    assert query == {**bare, "mailto": "a@b.org"}
+
+
+def test_secrets_come_from_settings_and_unset_ones_are_empty() -> None:
+    settings = {"LYRA_S2_API_KEY": " s2-secret ", "LYRA_CONTACT_EMAIL": "a@b.org"}
+
+    assert secrets_from_settings(settings) == {
+        "s2_api_key": "s2-secret",
+        "openalex_api_key": "",
+        "contact_email": "a@b.org",
+    }
+    with pytest.raises(ValueError, match="LYRA_S2_API_KEY holds a control character"):
+        secrets_from_settings({"LYRA_S2_API_KEY": "key\r\nX-Evil: 1"})
+
+
+def test_a_header_needing_an_empty_secret_is_left_out_even_with_fixed_text() -> None:
+    parsers = yaml.safe_load((ROOT / "config" / "search_parsers.yaml").read_text())
+    parsers["engines"]["crossref"]["headers"] = {"Crossref-Plus-API-Token": "Bearer {s2_api_key}"}
+    config = parse_config(yaml.safe_dump(parsers), (ROOT / "config" / "engines.yaml").read_text())
+    spec = config.engine("crossref")
+
+    assert build_page_request(spec, QUERY, 1).headers == ()
+    assert build_page_request(spec, QUERY, 1, secrets=SECRETS).headers == (
+        ("Crossref-Plus-API-Token", "Bearer s2-secret"),
+    )
+
+
+def test_scholarly_sources_are_marked() -> None:
+    scholarly = {name for name, spec in CONFIG.engines.items() if spec.scholarly}
+
+    assert scholarly == {"arxiv", "pubmed", "semantic_scholar", "openalex", "crossref"}

@@ -2,9 +2,10 @@
 
 For users whose engine broke (save the page, see what the parser makes of it) and for
 conformance checks. Prints one JSON line per result (rank, url, title, snippet, and date, doi,
-arxiv_id, pmid where the engine gives them). A block page prints the single line
-`blocked: <kind>` and exits with status 3; an error page prints `error: ...` and exits with 1;
-a bad engine name or file exits with 2. Reads LYRA_CONFIG_DIR like the crawl does.
+arxiv_id, pmid, authors, year, venue, abstract, source_id where the engine gives them). A
+block page prints the single line `blocked: <kind>` and exits with status 3; an error page
+prints `error: ...` and exits with 1; a bad engine name or file exits with 2. Reads
+LYRA_CONFIG_DIR like the crawl does.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def report(result: ParseResult) -> int:
         print(f"error: {result.detail}", file=sys.stderr)
         return EXIT_ERROR_PAGE
     for rank, found in enumerate(result.results, start=1):
-        fields = {key: value for key, value in asdict(found).items() if value is not None}
+        fields = {key: value for key, value in asdict(found).items() if value not in (None, ())}
         print(json.dumps({"rank": rank, **fields}, ensure_ascii=False))
     if result.follow_up is not None:
         print(

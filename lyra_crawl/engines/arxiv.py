@@ -12,7 +12,8 @@ import re
 from lxml import etree
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult
+from lyra_crawl.engines.base import Extracted, SerpResult, leading_year
+from lyra_crawl.identifiers import normalize_doi
 
 NS = {
     "atom": "http://www.w3.org/2005/Atom",
@@ -41,14 +42,26 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
         if match is None:
             continue
         arxiv_id = match.group("id")
+        published = _text(entry, "atom:published") or None
+        summary = _text(entry, "atom:summary")
         results.append(
             SerpResult(
                 url=f"https://arxiv.org/abs/{arxiv_id}",
                 title=_text(entry, "atom:title"),
-                snippet=_text(entry, "atom:summary"),
-                date=_text(entry, "atom:published") or None,
-                doi=_text(entry, "arxiv:doi") or None,
+                snippet=summary,
+                date=published,
+                doi=normalize_doi(_text(entry, "arxiv:doi")),
                 arxiv_id=arxiv_id,
+                authors=tuple(
+                    " ".join(name.split())
+                    for name in entry.xpath("atom:author/atom:name/text()", namespaces=NS)
+                    if name.strip()
+                ),
+                year=leading_year(published),
+                # The journal a preprint later appeared in, when its authors said so.
+                venue=_text(entry, "arxiv:journal_ref") or None,
+                abstract=summary or None,
+                source_id=arxiv_id,
             )
         )
     start = feed.findtext("opensearch:startIndex", namespaces=NS)

@@ -7,9 +7,13 @@ spider only wires it in. Nothing here imports Scrapy.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+_YEAR_RE = re.compile(r"\s*(\d{4})\b")
 
 
 class Outcome(StrEnum):
@@ -46,7 +50,11 @@ BLOCK_OUTCOMES = frozenset(
 
 @dataclass(frozen=True)
 class SerpResult:
-    """One organic result as the engine showed it (URL already unwrapped from redirects)."""
+    """One organic result as the engine showed it (URL already unwrapped from redirects).
+
+    The paper fields are filled by the scholarly sources that give them; `source_id` is the
+    record's own id there (Semantic Scholar paperId, OpenAlex W-id, Crossref DOI, arXiv id, PMID).
+    """
 
     url: str
     title: str
@@ -55,6 +63,11 @@ class SerpResult:
     doi: str | None = None
     arxiv_id: str | None = None
     pmid: str | None = None
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    abstract: str | None = None
+    source_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,9 +118,36 @@ class ParseResult:
         return self.outcome.is_block
 
 
+def leading_year(text: str | None) -> int | None:
+    """The year a date starts with ('2024 Jan 15', '2022-02-24T…'), None when it has none."""
+    match = _YEAR_RE.match(text or "")
+    return int(match.group(1)) if match else None
+
+
 def load_json(body: bytes) -> Any:
     """The decoded JSON body; ValueError (with the reason) when it is not JSON."""
     try:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"body is not JSON ({exc})") from None
+
+
+def json_object(body: bytes) -> tuple[dict[str, Any], str]:
+    """The decoded JSON object and '', or {} and why the body is not one."""
+    try:
+        doc = load_json(body)
+    except ValueError as exc:
+        return {}, str(exc)
+    if not isinstance(doc, dict):
+        return {}, f"expected a JSON object, got {type(doc).__name__}"
+    return doc, ""
+
+
+def paper_results(
+    records: Sequence[Any], convert: Callable[[dict[str, Any]], SerpResult | None]
+) -> tuple[tuple[SerpResult, ...], dict[str, int]]:
+    """An API's records as results, in order, and how many had no title (or no id) to keep."""
+    converted = [convert(record) if isinstance(record, dict) else None for record in records]
+    results = tuple(found for found in converted if found is not None)
+    dropped = len(records) - len(results)
+    return results, {"no_title": dropped} if dropped else {}

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines import arxiv, html, mediawiki, pubmed, qwant
+from lyra_crawl.engines import (
+    arxiv,
+    crossref,
+    html,
+    mediawiki,
+    openalex,
+    pubmed,
+    qwant,
+    semantic_scholar,
+)
 from lyra_crawl.engines.base import Extracted, Outcome, ParseResult
 from lyra_crawl.engines.blocks import detect_block
 from lyra_crawl.engines.request import ensure_engine_host
@@ -23,6 +32,9 @@ HOOKS: dict[str, Extractor] = {
     "wikidata": mediawiki.wikidata,
     "arxiv": arxiv.extract,
     "pubmed": pubmed.extract,
+    "semantic_scholar": semantic_scholar.extract,
+    "openalex": openalex.extract,
+    "crossref": crossref.extract,
 }
 
 
@@ -45,7 +57,8 @@ def parse_page(
         found = HOOKS[spec.parser or ""](spec, body, page_number, url)
         if status >= 400:
             # An API's error document says more than its status; results never count.
-            return ParseResult(outcome=Outcome.ERROR, detail=found.error or f"HTTP {status}")
+            detail = f"HTTP {status}: {found.error}" if found.error else f"HTTP {status}"
+            return ParseResult(outcome=Outcome.ERROR, detail=detail)
     return _judge(spec, found, page_number)
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 from lxml import etree
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, load_json
+from lyra_crawl.engines.base import Extracted, SerpResult, leading_year, load_json
 from lyra_crawl.engines.request import build_follow_up
+from lyra_crawl.identifiers import normalize_doi
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
 
@@ -63,14 +64,23 @@ def _summaries(body: bytes) -> Extracted:
         title = " ".join((record.get("title") or "").split())
         if not title:
             continue
+        venue = record.get("fulljournalname") or record.get("source") or ""
         results.append(
             SerpResult(
                 url=article_url(pmid),
                 title=title,
-                snippet=record.get("fulljournalname") or record.get("source") or "",
+                snippet=venue,
                 date=record.get("pubdate") or None,
-                doi=ids.get("doi") or None,
+                doi=normalize_doi(ids.get("doi")),
                 pmid=pmid,
+                authors=tuple(
+                    author["name"]
+                    for author in record.get("authors") or ()
+                    if author.get("name") and author.get("authtype", "Author") == "Author"
+                ),
+                year=leading_year(record.get("pubdate")),
+                venue=venue or None,
+                source_id=pmid,
             )
         )
     return Extracted(results=tuple(results))

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from lyra_crawl.config import EngineSpec
+from lyra_crawl.config import SECRET_PLACEHOLDERS, SECRET_SETTINGS, EngineSpec
 from lyra_crawl.engines.base import PageRequest
 
 _LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})?$")
@@ -97,10 +98,13 @@ def build_page_request(
     region: str | None = None,
     time_range: str | None = None,
     tokens: Mapping[str, str] | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> PageRequest:
     """The GET (or POST) request for page `page_number` computed from the spec's formula.
 
     `tokens` are fields a token page handed over (Startpage's `sc`), sent along unchanged.
+    `secrets` fill the secret placeholders (see secrets_from_settings); a parameter or header
+    whose secret is missing or empty is left out.
     """
     if page_number < 1:
         raise QueryError(f"page numbers start at 1 (got {page_number})")
@@ -116,20 +120,48 @@ def build_page_request(
         "region": region_value,
         "language": region_value,
     }
-    params: list[tuple[str, str]] = []
-    for key, template in spec.params.items():
-        if page_number == 1 and key in spec.first_page_omits:
-            continue
-        value = template.format_map(values)
-        if value:
-            params.append((key, value))
+    given = {name: (secrets or {}).get(name, "") for name in SECRET_PLACEHOLDERS}
+    values.update(given)
+    missing = [f"{{{name}}}" for name, value in given.items() if not value]
+    omitted = spec.first_page_omits if page_number == 1 else ()
+    params = _rendered(
+        {key: value for key, value in spec.params.items() if key not in omitted}, values, missing
+    )
     params.extend((tokens or {}).items())
+    headers = tuple(_rendered(spec.headers, values, missing))
     base = spec.url.format(language=region_value) if "{language}" in spec.url else spec.url
     url = f"{base}?{urlencode(params)}" if params else base
     ensure_engine_host(spec, url, region)
     if spec.method == "POST":
-        return PageRequest(url=base, method="POST", formdata=tuple(params))
-    return PageRequest(url=url)
+        return PageRequest(url=base, method="POST", formdata=tuple(params), headers=headers)
+    return PageRequest(url=url, headers=headers)
+
+
+def _rendered(
+    templates: Mapping[str, str], values: Mapping[str, str], missing: Sequence[str]
+) -> list[tuple[str, str]]:
+    """Each template filled in; left out when it comes out empty or needs a missing secret."""
+    rendered = (
+        (key, template.format_map(values))
+        for key, template in templates.items()
+        if not any(placeholder in template for placeholder in missing)
+    )
+    return [(key, value) for key, value in rendered if value]
+
+
+def secrets_from_settings(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The secret placeholders' values from Scrapy settings (LYRA_S2_API_KEY, …); unset = ''.
+
+    A value holding a line break or another control character is refused: it would end up in
+    a header, where it could smuggle in headers of its own.
+    """
+    secrets = {}
+    for placeholder, setting in SECRET_SETTINGS.items():
+        value = str(settings.get(setting) or "").strip()
+        if any(ord(char) < 32 or ord(char) == 127 for char in value):
+            raise ValueError(f"setting {setting} holds a control character: set it again")
+        secrets[placeholder] = value
+    return secrets
 
 
 def check_max_pages(spec: EngineSpec, page_number: int) -> None:

@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     _page_fault(parser, "--drop-at", "close the connection without an answer")
     _page_fault(parser, "--empty-after", "pages after PAGE have no results")
     _page_fault(parser, "--repeat-at", "answer that page with the page before it (a soft block)")
+    _page_fault(parser, "--malformed-at", "cut that page's body off halfway (truncated JSON)")
     parser.add_argument(
         "--google-js",
         action=argparse.BooleanOptionalAction,
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
         slow_at={(e, int(p)): int(ms) for e, p, ms in args.slow_at},
         empty_after={e: int(p) for e, p in args.empty_after},
         repeat_at={(e, int(p)) for e, p in args.repeat_at},
+        malformed_at={(e, int(p)) for e, p in args.malformed_at},
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,
     )

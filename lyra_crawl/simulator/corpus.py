@@ -60,11 +60,34 @@ OFF_TOPIC_WORDS = (
 )
 
 
+GIVEN_NAMES = ("Ana", "Bo", "Chidi", "Dana", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun")
+FAMILY_NAMES = (
+    "Okafor",
+    "Lindqvist",
+    "Tanaka",
+    "Moreau",
+    "Novak",
+    "Haddad",
+    "Silva",
+    "Kowalski",
+    "Nguyen",
+    "Schmidt",
+)
+
+
 @dataclass(frozen=True)
 class SimResult:
+    """One result of a query; `index` is its place in the query's corpus (0, 1, 2, …).
+
+    `year` and `authors` describe the paper behind it, for the sources that give them.
+    """
+
     url: str
     title: str
     snippet: str
+    index: int
+    year: int
+    authors: tuple[tuple[str, str], ...]
     doi: str | None = None
 
 
@@ -96,7 +119,20 @@ def make_result(query: str, index: int, on_topic: bool) -> SimResult:
         words = rng.sample(OFF_TOPIC_WORDS, 3)
         title = f"{words[0].capitalize()} and {words[1]}: {topic} {index}"
         snippet = f"Everything about {words[0]}, {words[1]} and {words[2]} (result {index})."
-    return SimResult(url=url, title=title, snippet=snippet, doi=doi)
+    # A separate sequence, so adding paper fields never changed the URLs and titles above.
+    paper = random.Random(_seed("paper", query, index))
+    authors = tuple(
+        (paper.choice(GIVEN_NAMES), paper.choice(FAMILY_NAMES)) for _ in range(paper.randint(1, 4))
+    )
+    return SimResult(
+        url=url,
+        title=title,
+        snippet=snippet,
+        index=index,
+        year=2005 + paper.randrange(20),
+        authors=authors,
+        doi=doi,
+    )
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,9 @@
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
 injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
-connections, slow answers, empty pages after a given page; and latency on every answer. Pages
-that are not result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA
-redirect lands on) are answered before any fault.
+connections, slow answers, empty pages after a given page, bodies cut off halfway; and latency
+on every answer. Pages that are not result pages (a token-bearing home page, a follow-up answer,
+the page a CAPTCHA redirect lands on) are answered before any fault.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import IO
@@ -33,6 +33,8 @@ class Faults:
     empty_after: dict[str, int] = field(default_factory=dict)
     # Pages answered with the previous page's content: a quietly throttling engine.
     repeat_at: set[PageKey] = field(default_factory=set)
+    # Pages cut off halfway (a truncated JSON or HTML body), as a dropped upstream stream does.
+    malformed_at: set[PageKey] = field(default_factory=set)
     latency_ms: int = 0
     retry_after_s: int = 2
 
@@ -131,7 +133,10 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 if empty
                 else page_results(query, page_number, engine.per_page, state.shape_for(query))
             )
-            self._send(engine.results_page(query, page_number, results))
+            page = engine.results_page(query, page_number, results)
+            if key in faults.malformed_at:
+                page = replace(page, body=page.body[: len(page.body) // 2])
+            self._send(page)
 
         def _send(self, page: SimPage, engine_name: str = "") -> None:
             body = page.body.encode("utf-8")

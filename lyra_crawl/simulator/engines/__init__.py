@@ -9,6 +9,7 @@ from __future__ import annotations
 from lyra_crawl.simulator.engines.apis import Qwant, Wikidata, Wikipedia
 from lyra_crawl.simulator.engines.base import SimEngine, SimPage
 from lyra_crawl.simulator.engines.duckduckgo import DuckDuckGoHtml
+from lyra_crawl.simulator.engines.papers import Crossref, OpenAlex, SemanticScholar
 from lyra_crawl.simulator.engines.scholarly import Arxiv, PubMed
 from lyra_crawl.simulator.engines.startpage import Startpage
 from lyra_crawl.simulator.engines.web import Bing, Brave, Ecosia, Google, Marginalia, Mojeek
@@ -32,6 +33,9 @@ def build_engines(*, google_js: bool = True) -> dict[str, SimEngine]:
         Wikidata(),
         Arxiv(),
         PubMed(),
+        SemanticScholar(),
+        OpenAlex(),
+        Crossref(),
     ]
     return {engine.name: engine for engine in engines}
 

@@ -10,9 +10,17 @@ from lyra_crawl.simulator.corpus import SimResult
 from lyra_crawl.simulator.engines.base import OffsetPaged, SimPage, json_page
 
 
-def _index(result: SimResult) -> int:
-    """The corpus index a simulated result carries at the end of its title."""
-    return int(result.title.rsplit(" ", 1)[-1])
+def arxiv_id_of(result: SimResult) -> str:
+    """The arXiv id of a result's preprint (every result has one in the arXiv simulator)."""
+    return f"2401.{result.index:05d}"
+
+
+def pmid_of(result: SimResult) -> str:
+    return str(30000000 + result.index)
+
+
+def author_names(result: SimResult) -> list[str]:
+    return [f"{given} {family}" for given, family in result.authors]
 
 
 class Arxiv(OffsetPaged):
@@ -27,14 +35,17 @@ class Arxiv(OffsetPaged):
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         entries = []
         for r in results:
-            arxiv_id = f"2401.{_index(r):05d}"
+            preprint = arxiv_id_of(r)
             doi = f"<arxiv:doi>{escape(r.doi)}</arxiv:doi>" if r.doi else ""
+            authors = "".join(
+                f"<author><name>{escape(name)}</name></author>" for name in author_names(r)
+            )
             entries.append(
-                f"<entry><id>http://arxiv.org/abs/{arxiv_id}v2</id>"
+                f"<entry><id>http://arxiv.org/abs/{preprint}v2</id>"
                 f"<title>{escape(r.title)}</title><summary>{escape(r.snippet)}</summary>"
-                "<published>2024-01-15T10:00:00Z</published>"
-                f'<link href="https://arxiv.org/abs/{arxiv_id}v2" rel="alternate" '
-                f'type="text/html"/>{doi}<author><name>Sim Author</name></author></entry>'
+                f"<published>{r.year}-01-15T10:00:00Z</published>"
+                f'<link href="https://arxiv.org/abs/{preprint}v2" rel="alternate" '
+                f'type="text/html"/>{doi}{authors}</entry>'
             )
         body = (
             "<?xml version='1.0' encoding='UTF-8'?>\n"
@@ -82,16 +93,20 @@ class PubMed(OffsetPaged):
                 article_ids.append({"idtype": "doi", "value": found.doi})
             result[pmid] = {
                 "uid": pmid,
-                "pubdate": "2024 Jan 15",
+                "pubdate": f"{found.year} Jan 15",
                 "source": "Sim J",
                 "fulljournalname": "Journal of Simulated Results",
                 "title": found.title,
+                "authors": [
+                    {"name": f"{family} {given[0]}", "authtype": "Author"}
+                    for given, family in found.authors
+                ],
                 "articleids": article_ids,
             }
         return json_page(json.dumps({"header": {"type": "esummary"}, "result": result}))
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
-        issued = {str(30000000 + _index(r)): r for r in results}
+        issued = {pmid_of(r): r for r in results}
         with self._lock:
             self._issued.update(issued)
         ids = "".join(f"<Id>{pmid}</Id>" for pmid in issued)

@@ -1,0 +1,83 @@
+"""OpenAlex works search (api.openalex.org/works?search=): JSON works, paged by `page`.
+
+Docs: https://docs.openalex.org/api-entities/works. Basic paging reaches only the first
+10,000 results (page * per-page <= 10,000: max_results_window in the spec). Quirks seen
+2026-04 in the captured responses:
+- abstracts come only as `abstract_inverted_index` (word -> positions), a licensing choice of
+  OpenAlex, and are rebuilt here in word order;
+- DOIs and PMIDs are URLs (`https://doi.org/10…`, `https://pubmed.ncbi.nlm.nih.gov/<id>`);
+- `primary_location.source` is null for a third of works (repositories, unknown venues);
+- a single-work lookup (`/works/W…`) answers with the bare work, not a `results` list: it is
+  read as a page of one, so a resolved DOI or W-id parses like a search hit.
+Errors are `{"error": "...", "message": "..."}` with HTTP 400 (docs, api-reference/errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lyra_crawl.config import EngineSpec
+from lyra_crawl.engines.base import Extracted, SerpResult, json_object, paper_results
+from lyra_crawl.identifiers import arxiv_id_from_doi, normalize_doi, normalize_pmid
+
+WORK_ID_PREFIX = "https://openalex.org/"
+
+
+def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
+    doc, problem = json_object(body)
+    if problem:
+        return Extracted(error=problem)
+    if "error" in doc:
+        detail = ": ".join(str(doc[key]) for key in ("error", "message") if doc.get(key))
+        return Extracted(error=f"OpenAlex error: {detail}")
+    if "results" not in doc:
+        if not str(doc.get("id", "")).startswith(WORK_ID_PREFIX + "W"):
+            return Extracted(error="expected a works list or a single work")
+        results, dropped = paper_results([doc], _result)
+        return Extracted(results=results, dropped=dropped)
+    results, dropped = paper_results(doc["results"] or [], _result)
+    shown = (doc.get("meta") or {}).get("page")
+    return Extracted(
+        results=results, shown_page=shown if isinstance(shown, int) else None, dropped=dropped
+    )
+
+
+def abstract_text(inverted_index: dict[str, list[int]] | None) -> str | None:
+    """The abstract in reading order from OpenAlex's word -> positions index."""
+    if not inverted_index:
+        return None
+    positions = {
+        position: word for word, places in inverted_index.items() for position in places or ()
+    }
+    return " ".join(positions[position] for position in sorted(positions)) or None
+
+
+def _result(work: dict[str, Any]) -> SerpResult | None:
+    work_id = str(work.get("id") or "")
+    title = " ".join((work.get("title") or work.get("display_name") or "").split())
+    if not title or not work_id:
+        return None
+    ids = work.get("ids") or {}
+    location = work.get("primary_location") or {}
+    source = location.get("source") or {}
+    doi = normalize_doi(work.get("doi") or ids.get("doi"))
+    abstract = abstract_text(work.get("abstract_inverted_index"))
+    year = work.get("publication_year")
+    return SerpResult(
+        url=location.get("landing_page_url") or work.get("doi") or work_id,
+        title=title,
+        snippet=abstract or "",
+        date=work.get("publication_date") or None,
+        doi=doi,
+        arxiv_id=arxiv_id_from_doi(doi),
+        pmid=normalize_pmid(ids.get("pmid")),
+        authors=tuple(
+            name
+            for authorship in work.get("authorships") or ()
+            if (name := (authorship.get("author") or {}).get("display_name"))
+        ),
+        year=year if isinstance(year, int) else None,
+        venue=source.get("display_name") or None,
+        abstract=abstract,
+        source_id=work_id.removeprefix(WORK_ID_PREFIX),
+    )

@@ -1,0 +1,59 @@
+"""Semantic Scholar Graph API (api.semanticscholar.org/graph/v1/paper/search): JSON papers.
+
+Paged by `offset` / `limit`; offset + limit may not pass 1,000 (max_results_window in the
+spec). Docs: https://api.semanticscholar.org/api-docs/graph. Quirks seen 2026-04 in the
+captured responses:
+- a search without hits is `{"total": 0, "offset": 0}`, with no `data` key at all;
+- a bad request is HTTP 400 with `{"error": "<message>"}`;
+- a record holds only the fields asked for (paperId and title by default), so `url` may be
+  missing; `externalIds.DOI` may be null; `venue` may be "" while `journal.name` is set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lyra_crawl.config import EngineSpec
+from lyra_crawl.engines.base import Extracted, SerpResult, json_object, paper_results
+from lyra_crawl.identifiers import normalize_doi
+
+PAPER_URL = "https://www.semanticscholar.org/paper/{paper_id}"
+
+
+def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
+    doc, problem = json_object(body)
+    if problem:
+        return Extracted(error=problem)
+    if "error" in doc:
+        return Extracted(error=f"Semantic Scholar error: {doc['error']}")
+    records = doc.get("data") or []
+    results, dropped = paper_results(records, _result)
+    offset = doc.get("offset")
+    # An answer without records says offset 0 whatever was asked: only a page of records
+    # tells which page it is.
+    shown = offset // spec.results_per_page + 1 if records and isinstance(offset, int) else None
+    return Extracted(results=results, shown_page=shown, dropped=dropped)
+
+
+def _result(record: dict[str, Any]) -> SerpResult | None:
+    paper_id = record.get("paperId") or ""
+    title = " ".join((record.get("title") or "").split())
+    if not title or not paper_id:
+        return None
+    ids = record.get("externalIds") or {}
+    journal = record.get("journal") or {}
+    pmid = ids.get("PubMed")
+    year = record.get("year")
+    return SerpResult(
+        url=record.get("url") or PAPER_URL.format(paper_id=paper_id),
+        title=title,
+        snippet=record.get("abstract") or "",
+        doi=normalize_doi(ids.get("DOI")),
+        arxiv_id=ids.get("ArXiv") or None,
+        pmid=str(pmid) if pmid else None,
+        authors=tuple(a["name"] for a in record.get("authors") or () if a.get("name")),
+        year=year if isinstance(year, int) else None,
+        venue=record.get("venue") or journal.get("name") or None,
+        abstract=record.get("abstract") or None,
+        source_id=paper_id,
+    )
