@@ -31,7 +31,13 @@ from scrapy.http import FormRequest, Request, Response
 from scrapy.settings import BaseSettings
 from twisted.python.failure import Failure
 
-from lyra_crawl.arguments import CrawlArguments, parse_crawl_arguments, usable_engines
+from lyra_crawl.arguments import (
+    SERP_SOURCE,
+    CrawlArguments,
+    crawl_sources,
+    parse_crawl_arguments,
+    usable_engines,
+)
 from lyra_crawl.breaker import refuses_now
 from lyra_crawl.browser import browser_meta, install_browser, render_schemes
 from lyra_crawl.cache import cache_key
@@ -39,8 +45,14 @@ from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
 from lyra_crawl.engines.blocks import repeated_page
 from lyra_crawl.engines.parsing import parse_page, parse_token_page
-from lyra_crawl.engines.request import QueryError, build_page_request, ensure_engine_host
-from lyra_crawl.items import SerpItem
+from lyra_crawl.engines.request import (
+    QueryError,
+    build_page_request,
+    ensure_engine_host,
+    redact_secrets,
+    secrets_from_settings,
+)
+from lyra_crawl.items import PaperItem, SerpItem
 from lyra_crawl.middlewares.base import RequestRefused
 from lyra_crawl.middlewares.daily_quota import utc_date
 from lyra_crawl.page_ledger import PageLedger
@@ -70,6 +82,10 @@ class SerpSpider(scrapy.Spider):
         self.query_id: int | None = None
         self.engine_name: str | None = None
         self.stop_reasons: dict[str, str] = {}
+        self.errors: dict[str, str] = {}
+        self.secrets: dict[str, str] = {}
+        self.last_pages: dict[str, int] = {}
+        self.cached_from: int | None = None
         self.simulator_url: str | None = None
         self.browser_enabled = False
         self.cache_hit = False
@@ -100,6 +116,7 @@ class SerpSpider(scrapy.Spider):
         spider = cls(config=config, arguments=arguments, storage=storage)
         spider._set_crawler(crawler)
         spider.simulator_url = settings.get("LYRA_SIMULATOR_URL") or None
+        spider.secrets = secrets_from_settings(settings)
         spider.browser_enabled = settings.getbool("LYRA_BROWSER_ENABLED")
         if spider.browser_enabled:
             # Settings are still open here; crawls that render nothing never load Playwright.
@@ -112,17 +129,20 @@ class SerpSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         args = self.arguments
-        decision = self._choose_engine()
-        logger.info("engine choice: %s", decision.as_dict())
-        engine = decision.engine
-        if engine is None:
-            logger.error(
-                "no engine available (%s): pass -a engine=NAME or check `scrapy engines`",
-                decision.reason,
-            )
-            return
+        engine = None
+        selection: dict[str, Any] = {"reason": "no SERP engine in sources"}
+        if SERP_SOURCE in args.sources:
+            decision = self._choose_engine()
+            logger.info("engine choice: %s", decision.as_dict())
+            engine, selection = decision.engine, decision.as_dict()
+            if engine is None:
+                logger.error(
+                    "no engine available (%s): pass -a engine=NAME or check `scrapy engines`",
+                    decision.reason,
+                )
+                return
         self.engine_name = engine
-        spec = self.config.engine(engine)
+        sources = crawl_sources(engine, args.sources)
         self.pagination = PaginationStrategy(
             PaginationConfig(
                 serp_max_pages=args.serp_max_pages,
@@ -132,14 +152,18 @@ class SerpSpider(scrapy.Spider):
             )
         )
         self.first_page = args.serp_page
-        self.last_page = self.pagination.last_page(args.serp_page, self.page_cap(engine))
+        self.last_pages = {
+            source: self.pagination.last_page(args.serp_page, self.page_cap(source))
+            for source in sources
+        }
         normalized = normalize_query(args.query)
-        self.cache_key = cache_key(normalized, [engine], args.time_range, args.serp_max_pages)
+        self.cache_key = cache_key(normalized, sources, args.time_range, args.serp_max_pages)
         self.query_id = self.storage.start_query(
             QueryRecord(
                 query_text=args.query,
                 normalized_query=normalized,
-                engine=engine,
+                engine=sources[0],
+                sources=",".join(args.sources),
                 serp_page=args.serp_page,
                 serp_max_pages=args.serp_max_pages,
                 strategy=args.strategy,
@@ -147,7 +171,7 @@ class SerpSpider(scrapy.Spider):
                 region=args.region,
                 task_id=args.task_id,
                 job_id=args.job_id,
-                selection=decision.as_dict(),
+                selection=selection,
             )
         )
         cached = self._cached_query()
@@ -156,30 +180,51 @@ class SerpSpider(scrapy.Spider):
                 yield output
             return
         logger.info(
-            "query %d: %r on %s, pages %d..%d",
+            "query %d: %r on %s, pages %d..%s",
             self.query_id,
             args.query,
-            engine,
+            ", ".join(sources),
             self.first_page,
-            self.last_page,
+            self.last_pages,
         )
+        for source in sources:
+            for request in self._first_requests(self.config.engine(source)):
+                yield request
+
+    def _first_requests(self, spec: EngineSpec) -> Iterator[Request]:
+        """Page `serp_page` of one source, or its token page first; none when it cannot start."""
+        args = self.arguments
         if spec.next_page == "form" and args.serp_page > 1:
-            logger.error("engine %s hands a token from page to page: start at serp_page=1", engine)
-            self.record_stop(engine, "error", "serp_page > 1 on a token engine")
+            logger.error(
+                "engine %s hands a token from page to page: start at serp_page=1", spec.name
+            )
+            self.record_stop(spec.name, "error", "serp_page > 1 on a token engine")
             return
         if spec.token_page:
             token_page = PageRequest(url=spec.token_page)
             yield self._request(spec, token_page, args.serp_page, callback=self.parse_token_page)
             return
         try:
-            page = build_page_request(
-                spec, args.query, args.serp_page, region=args.region, time_range=args.time_range
-            )
+            page = self._page_request(spec, args.serp_page)
         except QueryError as exc:
             logger.error("%s", exc)
-            self.record_stop(engine, "max_pages", str(exc))
+            self.record_stop(spec.name, "max_pages", str(exc))
             return
         yield self._request(spec, page, args.serp_page)
+
+    def _page_request(
+        self, spec: EngineSpec, page_number: int, tokens: dict[str, str] | None = None
+    ) -> PageRequest:
+        args = self.arguments
+        return build_page_request(
+            spec,
+            args.query,
+            page_number,
+            region=args.region,
+            time_range=args.time_range,
+            tokens=tokens,
+            secrets=self.secrets,
+        )
 
     def _choose_engine(self) -> SelectionDecision:
         args = self.arguments
@@ -227,6 +272,7 @@ class SerpSpider(scrapy.Spider):
             cached_query_id,
         )
         self.cache_hit = True
+        self.cached_from = cached_query_id
         self.storage.mark_cache_hit(self.query_id, cached_query_id)
         cached = self.storage.query(cached_query_id)
         self.stop_reasons.update(json.loads(cached["stop_reason"] or "{}"))
@@ -295,12 +341,18 @@ class SerpSpider(scrapy.Spider):
                 url,
                 formdata=list(page.formdata or ()),
                 meta=meta,
+                headers=dict(page.headers),
                 callback=callback,
                 errback=self.page_failed,
                 dont_filter=True,
             )
         return Request(
-            url, meta=meta, callback=callback, errback=self.page_failed, dont_filter=True
+            url,
+            meta=meta,
+            headers=dict(page.headers),
+            callback=callback,
+            errback=self.page_failed,
+            dont_filter=True,
         )
 
     # -- pages ---------------------------------------------------------------------------
@@ -323,16 +375,8 @@ class SerpSpider(scrapy.Spider):
             logger.warning("%s token page %s: %s", spec.name, result.outcome.value, result.detail)
             self.record_stop(spec.name, "blocked" if result.blocked else "error", result.detail)
             return
-        args = self.arguments
-        page = build_page_request(
-            spec,
-            args.query,
-            args.serp_page,
-            region=args.region,
-            time_range=args.time_range,
-            tokens=dict(result.tokens),
-        )
-        yield self._request(spec, page, args.serp_page)
+        page = self._page_request(spec, self.arguments.serp_page, dict(result.tokens))
+        yield self._request(spec, page, self.arguments.serp_page)
 
     def parse_serp(self, response: Response) -> Any:
         spec = self.config.engine(response.meta["lyra_engine"])
@@ -355,25 +399,36 @@ class SerpSpider(scrapy.Spider):
                 page_number=page_number,
                 outcome=result.outcome.value,
                 results=len(result.results),
-                url=response.url,
+                url=redact_secrets(spec, self._engine_url(response)),
             ),
             expected=len(result.results),
         )
         for position, found in enumerate(result.results, start=1):
-            yield SerpItem(
-                query_id=self.query_id,
-                source=spec.name,
-                engine=spec.name,
-                page_number=page_number,
-                position=position,
-                url=found.url,
-                title=found.title,
-                snippet=found.snippet,
-                date=found.date,
-                doi=found.doi,
-                arxiv_id=found.arxiv_id,
-                pmid=found.pmid,
-            )
+            fields = {
+                "query_id": self.query_id,
+                "source": spec.name,
+                "engine": spec.name,
+                "page_number": page_number,
+                "position": position,
+                "url": found.url,
+                "title": found.title,
+                "snippet": found.snippet,
+                "date": found.date,
+                "doi": found.doi,
+                "arxiv_id": found.arxiv_id,
+                "pmid": found.pmid,
+            }
+            if spec.scholarly:
+                yield PaperItem(
+                    **fields,
+                    authors=found.authors,
+                    year=found.year,
+                    venue=found.venue,
+                    abstract=found.abstract,
+                    source_id=found.source_id,
+                )
+            else:
+                yield SerpItem(**fields)
         next_request = self._next_page(spec, result, page_number)
         if next_request is not None:
             yield next_request
@@ -397,10 +452,11 @@ class SerpSpider(scrapy.Spider):
             return None
         if result.outcome is Outcome.ERROR:
             logger.error("%s page %d failed: %s", spec.name, page_number, result.detail)
+            self.record_stop(spec.name, "error", f"page {page_number}: {result.detail}")
             return None
         if not result.results:
             return None
-        if page_number >= self.last_page:
+        if page_number >= self.last_pages[spec.name]:
             if page_number >= spec.max_pages:
                 logger.info(
                     "%s: page %d not requested: the engine serves at most %d pages",
@@ -417,19 +473,15 @@ class SerpSpider(scrapy.Spider):
                 return None
             page = result.next_request
         else:
-            page = build_page_request(
-                spec,
-                self.arguments.query,
-                following,
-                region=self.arguments.region,
-                time_range=self.arguments.time_range,
-            )
+            page = self._page_request(spec, following)
         ensure_engine_host(spec, page.url, self.arguments.region)
         return self._request(spec, page, following)
 
     def record_stop(self, source: str, reason: str, detail: str) -> None:
         """Why `source` stops paging; the last word wins (the middleware speaks last)."""
         self.stop_reasons[source] = reason
+        if reason == "error":
+            self.errors.setdefault(source, detail)  # the first word says what failed
         logger.info("%s stops: %s (%s)", source, reason, detail)
 
     def _count(self, engine: str, result: ParseResult) -> None:
@@ -474,7 +526,13 @@ class SerpSpider(scrapy.Spider):
             self.crawler.stats.inc_value(f"lyra/stop_reason/{stop_reason}")
         if self.query_id is not None:
             status = "finished" if reason == "finished" else "interrupted"
-            self.storage.finish_query(self.query_id, status=status, stop_reasons=self.stop_reasons)
+            self.storage.finish_query(
+                self.query_id,
+                status=status,
+                stop_reasons=self.stop_reasons,
+                errors=self.errors,
+                relevance_threshold=self.relevance.threshold,
+            )
             row = self.storage.query(self.query_id)
             cacheable = status == "finished" and row["items"] and not self.cache_hit
             if cacheable and self.arguments.cache != "off":
