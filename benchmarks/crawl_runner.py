@@ -66,7 +66,9 @@ def main(argv: list[str]) -> None:
         {
             "LYRA_SIMULATOR_URL": args.simulator_url,
             "LYRA_DB_PATH": args.db_path,
+            # Limits off: the figures compare lyra_crawl's own work, not the engines' pace.
             "LYRA_RATE_LIMIT_ENABLED": False,
+            "LYRA_QUOTA_ENABLED": False,
             "LYRA_CONFIG_DIR": args.config_dir,
             "LOG_LEVEL": "ERROR",
         },

@@ -52,7 +52,7 @@ class NormalizePipeline(_Pipeline):
             return item
         if not is_web_url(item.url):
             raise self.drop(item, "not_http", "not an http(s) URL")
-        item.normalized_url = normalize_url(item.url)
+        item.normalized_url = item.normalized_url or normalize_url(item.url)
         found = identifiers_from(item.url, item.snippet)
         item.doi = normalize_doi(item.doi) or found.doi
         item.arxiv_id = normalize_arxiv_id(item.arxiv_id) or found.arxiv_id

@@ -39,6 +39,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import groupby
 
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
@@ -61,6 +62,7 @@ _CJK = "cjk"
 _WORD = "word"
 
 
+@lru_cache(maxsize=65536)  # tokenizing is per character: each distinct one is classed once
 def _char_class(char: str) -> str | None:
     code = ord(char)
     if any(low <= code <= high for low, high in _CJK_RANGES):

@@ -83,7 +83,9 @@ class PaginationMiddleware:
         page_number = meta["lyra_page"]
         outcome = Outcome(meta["lyra_outcome"])
         state = self._state(source)
-        urls = [normalize_url(item.url) for item in items]
+        for item in items:
+            item.normalized_url = normalize_url(item.url)  # the pipelines reuse it
+        urls = [item.normalized_url for item in items]
         novelty = calculate_novelty_rate(urls, state.seen_urls)
         state.seen_urls.update(urls)
         scores = state.scorer.score_page([(item.title, item.snippet) for item in items])

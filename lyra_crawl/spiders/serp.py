@@ -42,7 +42,7 @@ from lyra_crawl.breaker import refuses_now
 from lyra_crawl.browser import browser_meta, install_browser, render_schemes
 from lyra_crawl.cache import cache_key
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
-from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
+from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult, SerpResult
 from lyra_crawl.engines.blocks import repeated_page
 from lyra_crawl.engines.parsing import parse_page, parse_token_page
 from lyra_crawl.engines.request import (
@@ -378,7 +378,12 @@ class SerpSpider(scrapy.Spider):
         page = self._page_request(spec, self.arguments.serp_page, dict(result.tokens))
         yield self._request(spec, page, self.arguments.serp_page)
 
-    def parse_serp(self, response: Response) -> Any:
+    def parse_serp(self, response: Response) -> list[SerpItem | Request]:
+        """One page's items, then the proposed next-page request.
+
+        A list, not a generator: Scrapy inspects the source of every generator callback for a
+        `return value` on each call, which costs more than the whole page's parsing.
+        """
         spec = self.config.engine(response.meta["lyra_engine"])
         page_number = response.meta["lyra_page"]
         result = parse_page(
@@ -386,8 +391,7 @@ class SerpSpider(scrapy.Spider):
         )
         if result.follow_up is not None:
             # The page is complete only with the follow-up's answer, parsed by this same method.
-            yield self._request(spec, result.follow_up, page_number)
-            return
+            return [self._request(spec, result.follow_up, page_number)]
         result = repeated_page(self.previous_urls.get(spec.name), result)
         self.previous_urls[spec.name] = tuple(found.url for found in result.results)
         self._count(spec.name, result)
@@ -403,35 +407,43 @@ class SerpSpider(scrapy.Spider):
             ),
             expected=len(result.results),
         )
-        for position, found in enumerate(result.results, start=1):
-            fields = {
-                "query_id": self.query_id,
-                "source": spec.name,
-                "engine": spec.name,
-                "page_number": page_number,
-                "position": position,
-                "url": found.url,
-                "title": found.title,
-                "snippet": found.snippet,
-                "date": found.date,
-                "doi": found.doi,
-                "arxiv_id": found.arxiv_id,
-                "pmid": found.pmid,
-            }
-            if spec.scholarly:
-                yield PaperItem(
-                    **fields,
-                    authors=found.authors,
-                    year=found.year,
-                    venue=found.venue,
-                    abstract=found.abstract,
-                    source_id=found.source_id,
-                )
-            else:
-                yield SerpItem(**fields)
+        outputs: list[SerpItem | Request] = [
+            self._item(spec, page_number, position, found)
+            for position, found in enumerate(result.results, start=1)
+        ]
         next_request = self._next_page(spec, result, page_number)
         if next_request is not None:
-            yield next_request
+            outputs.append(next_request)
+        return outputs
+
+    def _item(
+        self, spec: EngineSpec, page_number: int, position: int, found: SerpResult
+    ) -> SerpItem:
+        """A SerpItem, or a PaperItem with the record's metadata for a scholarly source."""
+        fields = {
+            "query_id": self.query_id,
+            "source": spec.name,
+            "engine": spec.name,
+            "page_number": page_number,
+            "position": position,
+            "url": found.url,
+            "title": found.title,
+            "snippet": found.snippet,
+            "date": found.date,
+            "doi": found.doi,
+            "arxiv_id": found.arxiv_id,
+            "pmid": found.pmid,
+        }
+        if not spec.scholarly:
+            return SerpItem(**fields)
+        return PaperItem(
+            **fields,
+            authors=found.authors,
+            year=found.year,
+            venue=found.venue,
+            abstract=found.abstract,
+            source_id=found.source_id,
+        )
 
     def _next_page(self, spec: EngineSpec, result: ParseResult, page_number: int) -> Request | None:
         """The request for the following page, if the engine can give one.
