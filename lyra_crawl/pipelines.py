@@ -55,12 +55,14 @@ class DedupePipeline(_Pipeline):
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, SerpItem):
             return item
-        seen = self.seen.setdefault(item.query_id, set())
+        spider = self.crawler.spider
+        # A resumed crawl goes on from what its stored pages hold (empty otherwise).
+        seen = self.seen.setdefault(item.query_id, set(spider.stored_urls))
         if item.normalized_url in seen:
             raise self.drop(item, "duplicate_url", "duplicate within the query")
         seen.add(item.normalized_url)
         key = (item.query_id, item.source)
-        item.rank = self.next_rank.get(key, 0) + 1
+        item.rank = self.next_rank.get(key, spider.stored_ranks.get(item.source, 0)) + 1
         self.next_rank[key] = item.rank
         return item
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ import scrapy
 from scrapy.crawler import Crawler
 from scrapy.http import FormRequest, Request, Response
 from scrapy.settings import BaseSettings
+from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from lyra_crawl.arguments import CrawlArguments, parse_crawl_arguments, usable_engines
@@ -39,7 +41,12 @@ from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
 from lyra_crawl.engines.blocks import repeated_page
 from lyra_crawl.engines.parsing import parse_page, parse_token_page
-from lyra_crawl.engines.request import QueryError, build_page_request, ensure_engine_host
+from lyra_crawl.engines.request import (
+    QueryError,
+    build_page_request,
+    ensure_engine_host,
+    with_query,
+)
 from lyra_crawl.items import SerpItem
 from lyra_crawl.middlewares.base import RequestRefused
 from lyra_crawl.middlewares.daily_quota import utc_date
@@ -49,10 +56,12 @@ from lyra_crawl.query import normalize_query
 from lyra_crawl.relevance import RelevanceConfig
 from lyra_crawl.routing import engine_url, route_to_simulator
 from lyra_crawl.selection import SelectionDecision, choose_engine
-from lyra_crawl.storage import PageRecord, QueryRecord, Storage, open_storage
+from lyra_crawl.storage import PageRecord, QueryRecord, Storage, StorageError, open_storage
 
 logger = logging.getLogger(__name__)
 
+# The close reason of a crawl whose storage refused a write; `scrapy crawl` exits 1 on it.
+STORAGE_ERROR = "storage_error"
 HANDLED_STATUSES = [400, 401, 403, 404, 408, 410, 429, 500, 502, 503, 504, 522, 524]
 
 
@@ -66,7 +75,11 @@ class SerpSpider(scrapy.Spider):
         self.config = config
         self.arguments = arguments
         self.storage = storage
-        self.pages = PageLedger(storage.store_page)
+        self.pages = PageLedger(self._store_page)
+        self.storage_failure: StorageError | None = None
+        # Filled when resuming an interrupted crawl: what its stored pages already hold.
+        self.stored_urls: set[str] = set()
+        self.stored_ranks: dict[str, int] = {}
         self.query_id: int | None = None
         self.engine_name: str | None = None
         self.stop_reasons: dict[str, str] = {}
@@ -112,7 +125,9 @@ class SerpSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         args = self.arguments
-        decision = self._choose_engine()
+        normalized = normalize_query(args.query)
+        resumed = self._interrupted_crawl(normalized) if args.resume else None
+        decision = self._choose_engine() if resumed is None else self._resumed_engine(resumed)
         logger.info("engine choice: %s", decision.as_dict())
         engine = decision.engine
         if engine is None:
@@ -131,26 +146,16 @@ class SerpSpider(scrapy.Spider):
                 strategy=Strategy(args.strategy),
             )
         )
-        self.first_page = args.serp_page
+        self.first_page = self.start_page = args.serp_page
         self.last_page = self.pagination.last_page(args.serp_page, self.page_cap(engine))
-        normalized = normalize_query(args.query)
         self.cache_key = cache_key(normalized, [engine], args.time_range, args.serp_max_pages)
-        self.query_id = self.storage.start_query(
-            QueryRecord(
-                query_text=args.query,
-                normalized_query=normalized,
-                engine=engine,
-                serp_page=args.serp_page,
-                serp_max_pages=args.serp_max_pages,
-                strategy=args.strategy,
-                time_range=args.time_range,
-                region=args.region,
-                task_id=args.task_id,
-                job_id=args.job_id,
-                selection=decision.as_dict(),
+        if resumed is None:
+            self.query_id = self.storage.start_query(
+                self._query_record(normalized, engine, decision.as_dict())
             )
-        )
-        cached = self._cached_query()
+        elif not self._resume(spec, resumed["id"]):
+            return
+        cached = None if resumed else self._cached_query()
         if cached is not None:
             for output in self._replay(cached):
                 yield output
@@ -167,19 +172,111 @@ class SerpSpider(scrapy.Spider):
             logger.error("engine %s hands a token from page to page: start at serp_page=1", engine)
             self.record_stop(engine, "error", "serp_page > 1 on a token engine")
             return
+        if self.start_page > self.last_page:
+            return
         if spec.token_page:
             token_page = PageRequest(url=spec.token_page)
-            yield self._request(spec, token_page, args.serp_page, callback=self.parse_token_page)
+            yield self._request(spec, token_page, self.start_page, callback=self.parse_token_page)
             return
         try:
             page = build_page_request(
-                spec, args.query, args.serp_page, region=args.region, time_range=args.time_range
+                spec, args.query, self.start_page, region=args.region, time_range=args.time_range
             )
         except QueryError as exc:
             logger.error("%s", exc)
             self.record_stop(engine, "max_pages", str(exc))
             return
-        yield self._request(spec, page, args.serp_page)
+        yield self._request(spec, page, self.start_page)
+
+    def _query_record(
+        self, normalized: str, engine: str, selection: dict[str, Any] | None = None
+    ) -> QueryRecord:
+        args = self.arguments
+        return QueryRecord(
+            query_text=args.query,
+            normalized_query=normalized,
+            engine=engine,
+            serp_page=args.serp_page,
+            serp_max_pages=args.serp_max_pages,
+            strategy=args.strategy,
+            time_range=args.time_range,
+            region=args.region,
+            task_id=args.task_id,
+            job_id=args.job_id,
+            selection=selection,
+        )
+
+    # -- resume (-a resume=true) ---------------------------------------------------------
+    # The interrupted queries row is reopened, not copied: its pages 1..k stay where they are
+    # and the crawl goes on at page k+1, so every page is stored once under one query id.
+
+    def _interrupted_crawl(self, normalized: str) -> sqlite3.Row | None:
+        """The latest interrupted crawl of this query with these arguments, if any."""
+        engine = self.arguments.engine
+        row = self.storage.interrupted_query(
+            self._query_record(normalized, engine or ""), any_engine=engine is None
+        )
+        if row is None:
+            logger.info("resume=true: no interrupted crawl of %r, starting afresh", normalized)
+        return row
+
+    def _resumed_engine(self, resumed: sqlite3.Row) -> SelectionDecision:
+        """The interrupted crawl's engine: pagination never switches engine."""
+        return SelectionDecision(
+            resumed["engine"], False, "resumed", None, self.config.lastmile.threshold
+        )
+
+    def _resume(self, spec: EngineSpec, query_id: int) -> bool:
+        """Reopen `query_id` and start after its last stored page; False when it cannot be."""
+        stored = {row["page_number"]: row for row in self.storage.pages(query_id)}
+        following = self.first_page
+        while following in stored:
+            following += 1
+        if spec.next_page == "form" and following > self.first_page:
+            # Page N+1 needs the token of page N's response, which was never stored.
+            logger.error(
+                "query %d cannot resume at page %d: engine %s hands a token from page to "
+                "page; run again without resume=true to crawl it from page %d",
+                query_id,
+                following,
+                spec.name,
+                self.first_page,
+            )
+            return False
+        self.storage.reopen_query(query_id)
+        self.query_id = query_id
+        self.start_page = following
+        for item in self.storage.items(query_id):
+            self.stored_urls.add(item["normalized_url"])
+            self.stored_ranks[item["source"]] = max(
+                self.stored_ranks.get(item["source"], 0), item["rank"]
+            )
+        logger.info(
+            "query %d resumed at page %d: pages %d..%d were stored before",
+            query_id,
+            following,
+            self.first_page,
+            following - 1,
+        )
+        return True
+
+    # -- storage failure -----------------------------------------------------------------
+
+    def _store_page(self, page: PageRecord, items: list[dict[str, Any]]) -> None:
+        """Store one whole page; on a write failure say so once and close the crawl."""
+        if self.storage_failure is not None:
+            return  # closing: nothing more can be written
+        try:
+            self.storage.store_page(page, items)
+        except StorageError as exc:
+            self.storage_failure = exc
+            logger.error(
+                "%s; stopping the crawl: pages before %s page %d are stored complete",
+                exc,
+                page.source,
+                page.page_number,
+            )
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORAGE_ERROR))
 
     def _choose_engine(self) -> SelectionDecision:
         args = self.arguments
@@ -327,12 +424,12 @@ class SerpSpider(scrapy.Spider):
         page = build_page_request(
             spec,
             args.query,
-            args.serp_page,
+            self.start_page,
             region=args.region,
             time_range=args.time_range,
             tokens=dict(result.tokens),
         )
-        yield self._request(spec, page, args.serp_page)
+        yield self._request(spec, page, self.start_page)
 
     def parse_serp(self, response: Response) -> Any:
         spec = self.config.engine(response.meta["lyra_engine"])
@@ -415,7 +512,7 @@ class SerpSpider(scrapy.Spider):
                 detail = f"page {page_number} has no next-page form"
                 self.record_stop(spec.name, "empty_page", detail)
                 return None
-            page = result.next_request
+            page = with_query(spec, result.next_request, self.arguments.query)
         else:
             page = build_page_request(
                 spec,
@@ -470,6 +567,11 @@ class SerpSpider(scrapy.Spider):
 
     def closed(self, reason: str) -> None:
         self.pages.flush_all()
+        if self.storage_failure is not None:
+            # Nothing can be written: the row stays `running` until the next open of the
+            # database finds this process gone and marks it interrupted.
+            self.storage.close()
+            return
         for stop_reason in self.stop_reasons.values():
             self.crawler.stats.inc_value(f"lyra/stop_reason/{stop_reason}")
         if self.query_id is not None:
