@@ -44,6 +44,7 @@ def _config(folder: Path, qps: float) -> Path:
 
 def _crawls(count: int, env: Mapping[str, str], pages: int) -> None:
     arguments = ["-a", f"engine={ENGINE}", "-a", f"serp_max_pages={pages}", "-a", "strategy=fixed"]
+    arguments += ["-a", "sources=serp", "-a", "cache=off"]
     processes = [
         subprocess.Popen(
             [

@@ -86,6 +86,7 @@ def main(argv: list[str]) -> None:
                 serp_max_pages=args.pages,
                 strategy=args.strategy,
                 cache="off",
+                sources="serp",  # the engine alone: the same pages the bare spider fetches
             )
         else:
             crawler = process.create_crawler(BareMojeekSpider)

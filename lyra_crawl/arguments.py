@@ -15,6 +15,8 @@ from lyra_crawl.engines.request import QueryError, check_query, resolve_region, 
 
 SERP_MAX_PAGES_RANGE = (1, 10)
 CACHE_MODES = ("use", "refresh", "off")
+SERP_SOURCE = "serp"
+DEFAULT_SOURCES = (SERP_SOURCE, "semantic_scholar", "openalex")
 NOVELTY_SCOPES = ("query", "history")
 # Arguments Scrapyd adds to every job; accepted and ignored apart from the job id.
 SCRAPYD_ARGUMENTS = frozenset({"_job", "_version", "setting"})
@@ -28,6 +30,7 @@ KNOWN_ARGUMENTS = frozenset(
         "time_range",
         "region",
         "task_id",
+        "sources",
         "cache",
         "novelty_scope",
         "harvest_rate",
@@ -52,6 +55,7 @@ class CrawlArguments:
     task_id: str | None
     job_id: str | None
     cache: str = "use"
+    sources: tuple[str, ...] = DEFAULT_SOURCES
     novelty_scope: str = "query"
     harvest_rate: float | None = None
     resume: bool = False
@@ -138,6 +142,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
     region = raw.get("region") or None
     cache = _one_of(raw.get("cache") or "use", CACHE_MODES, "cache")
     novelty_scope = _one_of(raw.get("novelty_scope") or "query", NOVELTY_SCOPES, "novelty_scope")
+    sources = parse_sources(raw.get("sources"), config)
     engine = raw.get("engine") or None
     if engine is not None:
         check_engine(config, engine)
@@ -168,6 +173,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         job_id=raw.get("_job") or None,
         cache=cache,
         novelty_scope=novelty_scope,
+        sources=sources,
         harvest_rate=harvest_rate,
         resume=resume == "true",
     )
@@ -177,3 +183,33 @@ def _one_of(value: Any, choices: tuple[str, ...], name: str) -> str:
     if value not in choices:
         raise ArgumentError(f"{name} must be one of {', '.join(choices)} (got {value!r})")
     return value
+
+
+def scholarly_sources(config: LyraConfig) -> list[str]:
+    """Scholarly APIs that can run beside the SERP engine: implemented and enabled."""
+    return [name for name in usable_engines(config) if config.engines[name].scholarly]
+
+
+def parse_sources(raw: Any, config: LyraConfig) -> tuple[str, ...]:
+    """`serp,semantic_scholar,openalex` -> its names, checked; `serp` is the query's engine."""
+    if raw is None:
+        names = [name for name in DEFAULT_SOURCES if name == SERP_SOURCE or name in config.engines]
+    else:
+        names = [name.strip() for name in str(raw).split(",") if name.strip()]
+    allowed = [SERP_SOURCE, *scholarly_sources(config)]
+    for name in names:
+        if name not in allowed:
+            raise ArgumentError(
+                f"source '{name}' is not available: use a comma-separated list of "
+                f"{', '.join(allowed)} (e.g. -a sources=serp,openalex)"
+            )
+    if not names:
+        raise ArgumentError(f"sources is empty: use one or more of {', '.join(allowed)}")
+    return tuple(dict.fromkeys(names))
+
+
+def crawl_sources(engine: str | None, sources: tuple[str, ...]) -> list[str]:
+    """The engines one crawl queries, in order: its SERP engine (when `serp` is a source),
+    then the scholarly APIs. The cache key and the spider both use this list."""
+    apis = [name for name in sources if name not in (SERP_SOURCE, engine)]
+    return ([engine] if engine and SERP_SOURCE in sources else []) + apis

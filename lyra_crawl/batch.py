@@ -23,7 +23,13 @@ from typing import Any
 
 import yaml
 
-from lyra_crawl.arguments import KNOWN_ARGUMENTS, ArgumentError, parse_crawl_arguments
+from lyra_crawl.arguments import (
+    SERP_SOURCE,
+    ArgumentError,
+    CrawlArguments,
+    crawl_sources,
+    parse_crawl_arguments,
+)
 from lyra_crawl.cache import cache_key
 from lyra_crawl.config import LyraConfig
 from lyra_crawl.query import normalize_query
@@ -158,30 +164,24 @@ def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraCo
     query = fields.pop("query", None)
     spider_args = {**defaults, **_options(fields, "this entry")}
     spider_args["query"] = "" if query is None else str(query)
-    # Options the spider does not know yet (sources, novelty_scope) are passed on unchecked;
-    # the spider judges them when it runs.
-    arguments = parse_crawl_arguments(
-        {name: value for name, value in spider_args.items() if name in KNOWN_ARGUMENTS}, config
-    )
+    arguments = parse_crawl_arguments(spider_args, config)
     return BatchEntry(
         position=position,
         query=arguments.query,
         spider_args=spider_args,
-        cache_key=entry_cache_key(spider_args, arguments.serp_max_pages),
+        cache_key=entry_cache_key(arguments),
     )
 
 
-def entry_cache_key(spider_args: Mapping[str, str], serp_max_pages: int) -> str | None:
-    """The entry's cache key, or None when the engine is chosen at crawl time."""
-    engine = spider_args.get("engine")
-    if engine is None:
+def entry_cache_key(arguments: CrawlArguments) -> str | None:
+    """The entry's cache key, or None when its SERP engine is chosen at crawl time."""
+    if SERP_SOURCE in arguments.sources and arguments.engine is None:
         return None
-    sources = [s for s in spider_args.get("sources", "").split(",") if s]
     return cache_key(
-        normalize_query(spider_args["query"]),
-        [engine, *sources],
-        spider_args.get("time_range"),
-        serp_max_pages,
+        normalize_query(arguments.query),
+        crawl_sources(arguments.engine, arguments.sources),
+        arguments.time_range,
+        arguments.serp_max_pages,
     )
 
 

@@ -1,4 +1,4 @@
-"""Items: SerpItem is one result on one page of one source."""
+"""Items: SerpItem is one result on one page of one source; PaperItem one API paper record."""
 
 from __future__ import annotations
 
@@ -24,3 +24,14 @@ class SerpItem:
     arxiv_id: str | None = None
     pmid: str | None = None
     relevance: float | None = None
+
+
+@dataclass
+class PaperItem(SerpItem):
+    """A result from a scholarly API: a SerpItem plus the paper's metadata for the merge."""
+
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str | None = None
+    abstract: str | None = None
+    source_id: str | None = None

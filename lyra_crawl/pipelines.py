@@ -1,8 +1,11 @@
-"""Item pipelines: normalise -> drop duplicates within the query -> store page by page.
+"""Item pipelines: normalise -> canonical merge -> drop duplicates -> store page by page.
 
 Settings: ITEM_PIPELINES wires them (see settings.py). Drops are counted in Scrapy stats under
-`lyra/dropped/<reason>`; stored pages and items under `lyra/<source>/pages_stored` and
-`lyra/<source>/items_stored`.
+`lyra/dropped/<reason>`; the merge's figures under `lyra/papers/<attribution>`.
+
+The canonical merge sees every result before duplicates are dropped: the Semantic Scholar record
+of a paper whose URL a SERP result already showed is not stored as a row of its own, but it is
+what makes that paper `both` and gives it its metadata.
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from lyra_crawl.items import SerpItem
+from lyra_crawl.canonical import CanonicalPaper, CanonicalPaperIndex, PaperRecord
+from lyra_crawl.fusion import reciprocal_rank_fusion
+from lyra_crawl.identifiers import (
+    identifiers_from,
+    normalize_arxiv_id,
+    normalize_doi,
+    normalize_pmid,
+)
+from lyra_crawl.items import PaperItem, SerpItem
+from lyra_crawl.storage import StoredPaper
 from lyra_crawl.urls import is_web_url, normalize_url
 
 
@@ -33,7 +45,7 @@ class _Pipeline:
 
 
 class NormalizePipeline(_Pipeline):
-    """Fill normalized_url; drop results whose URL is not a web address."""
+    """Fill normalized_url and the DOI / arXiv id / PMID; drop results that are not web URLs."""
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, SerpItem):
@@ -41,7 +53,63 @@ class NormalizePipeline(_Pipeline):
         if not is_web_url(item.url):
             raise self.drop(item, "not_http", "not an http(s) URL")
         item.normalized_url = normalize_url(item.url)
+        found = identifiers_from(item.url, item.snippet)
+        item.doi = normalize_doi(item.doi) or found.doi
+        item.arxiv_id = normalize_arxiv_id(item.arxiv_id) or found.arxiv_id
+        item.pmid = normalize_pmid(item.pmid) or found.pmid
         return item
+
+
+class CanonicalPipeline(_Pipeline):
+    """Merge the crawl's results into canonical papers (lyra_crawl.canonical).
+
+    At close: papers (records from an API, or carrying an identifier) are stored and the items
+    linked to them; every item gets a fused rank across sources (reciprocal rank fusion of each
+    source's order); the query row gets its attribution counts.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.index = CanonicalPaperIndex()
+        self.record_sources: list[str] = []
+        self.record_urls: list[str] = []
+
+    def process_item(self, item: Any) -> Any:
+        if isinstance(item, SerpItem) and not self.crawler.spider.cache_hit:
+            self.index.add(paper_record(item))
+            self.record_sources.append(item.source)
+            self.record_urls.append(item.normalized_url)
+        return item
+
+    def close_spider(self) -> None:
+        spider = self.crawler.spider
+        if spider.storage_failure is not None:
+            return  # the crawl stopped because nothing more can be written
+        spider.pages.flush_all()  # every item stored before it is linked
+        if spider.cache_hit:
+            spider.storage.copy_paper_links(spider.cached_from, spider.query_id)
+            return
+        if spider.query_id is None or not self.record_urls:
+            return
+        keys = [self.index.key_of(i) for i in range(len(self.record_urls))]
+        rankings: dict[str, list[int]] = {}
+        for source, key in zip(self.record_sources, keys, strict=True):
+            rankings.setdefault(source, []).append(key)
+        fused = reciprocal_rank_fusion(rankings)
+        fused_by_url = {url: fused[key] for url, key in zip(self.record_urls, keys, strict=True)}
+        urls_by_key: dict[int, list[str]] = {}
+        for url, key in zip(self.record_urls, keys, strict=True):
+            urls_by_key.setdefault(key, []).append(url)
+        papers = [
+            (stored_paper(paper), urls_by_key[paper.key])
+            for paper in self.index.papers()
+            if is_paper(paper)
+        ]
+        attribution = {kind: 0 for kind in ("both", "api_only", "serp_only")}
+        for paper, _ in papers:
+            attribution[paper.attribution] += 1
+            self.stats.inc_value(f"lyra/papers/{paper.attribution}")
+        spider.storage.save_papers(spider.query_id, papers, fused_by_url, attribution)
 
 
 class DedupePipeline(_Pipeline):
@@ -57,10 +125,15 @@ class DedupePipeline(_Pipeline):
             return item
         spider = self.crawler.spider
         # A resumed crawl goes on from what its stored pages hold (empty otherwise).
-        seen = self.seen.setdefault(item.query_id, set(spider.stored_urls))
+        seen = self.seen.setdefault(item.query_id, set(spider.stored_keys))
         if item.normalized_url in seen:
             raise self.drop(item, "duplicate_url", "duplicate within the query")
+        doi_key = f"doi:{item.doi}" if item.doi else None
+        if doi_key in seen:
+            raise self.drop(item, "duplicate_doi", "same DOI as an earlier result of the query")
         seen.add(item.normalized_url)
+        if doi_key:
+            seen.add(doi_key)
         key = (item.query_id, item.source)
         item.rank = self.next_rank.get(key, spider.stored_ranks.get(item.source, 0)) + 1
         self.next_rank[key] = item.rank
@@ -92,3 +165,44 @@ class StorePipeline(_Pipeline):
         if isinstance(item, SerpItem):
             self.stats.inc_value("lyra/dropped/pipeline_error")
             self.crawler.spider.pages.drop(item.source, item.page_number)
+
+
+def paper_record(item: SerpItem) -> PaperRecord:
+    """The merge's view of one result: API metadata when the item is a paper record."""
+    paper = item if isinstance(item, PaperItem) else None
+    return PaperRecord(
+        source=item.source,
+        title=item.title,
+        kind="api" if paper else "serp",
+        year=paper.year if paper else None,
+        authors=paper.authors if paper else (),
+        venue=paper.venue if paper else None,
+        abstract=paper.abstract if paper else None,
+        url=item.url,
+        doi=item.doi,
+        arxiv_id=item.arxiv_id,
+        pmid=item.pmid,
+        source_id=paper.source_id if paper else None,
+    )
+
+
+def is_paper(paper: CanonicalPaper) -> bool:
+    """A scholarly record, or a web result that names a paper by an identifier."""
+    return bool(paper.doi or paper.arxiv_id or paper.pmid) or paper.attribution != "serp_only"
+
+
+def stored_paper(paper: CanonicalPaper) -> StoredPaper:
+    return StoredPaper(
+        title=paper.title,
+        normalized_title=paper.normalized_title,
+        attribution=paper.attribution,
+        doi=paper.doi,
+        arxiv_id=paper.arxiv_id,
+        pmid=paper.pmid,
+        year=paper.year,
+        authors=paper.authors,
+        venue=paper.venue,
+        abstract=paper.abstract,
+        external_ids={r.source: r.source_id for r in paper.records if r.source_id},
+        sources=tuple(sorted(paper.sources)),
+    )

@@ -89,6 +89,7 @@ SPIDER_MIDDLEWARES = {
 
 ITEM_PIPELINES = {
     "lyra_crawl.pipelines.NormalizePipeline": 100,
+    "lyra_crawl.pipelines.CanonicalPipeline": 150,
     "lyra_crawl.pipelines.DedupePipeline": 200,
     "lyra_crawl.pipelines.StorePipeline": 900,
 }

@@ -23,6 +23,7 @@ from lyra_crawl.spiders.serp import SerpSpider
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 
 ROOT = Path(__file__).resolve().parent.parent
+SERP_ONLY = "serp"
 REALWORLD_DIR = Path(os.environ.get("LYRA_REALWORLD_DIR") or ROOT.parent / "shared" / "realworld")
 
 
@@ -84,9 +85,14 @@ def crawl_settings(simulator: Simulator, db_path: Path, **overrides: Any) -> Set
 async def run_crawl(
     simulator: Simulator, db_path: Path, settings: dict[str, Any] | None = None, **spider_args: Any
 ) -> Crawler:
-    """Run one `serp` crawl in this process (the reactor is pytest-twisted's)."""
+    """Run one `serp` crawl in this process (the reactor is pytest-twisted's).
+
+    Tests of one engine's behaviour crawl that engine alone (`sources=serp`) unless they say
+    otherwise; the scholarly sources that join every real crawl are tested on their own.
+    """
     runner = CrawlerRunner(crawl_settings(simulator, db_path, **(settings or {})))
     crawler = runner.create_crawler(SerpSpider)
+    spider_args.setdefault("sources", SERP_ONLY)
     await deferred_from_coro(crawler.crawl_async(**spider_args))
     return crawler
 

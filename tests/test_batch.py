@@ -46,7 +46,7 @@ def test_entries_take_the_defaults_and_override_them(config):
         "defaults: {engine: mojeek, serp_max_pages: 2, task_id: t}\n"
         "queries:\n"
         "  - Climate  Adaptation\n"
-        "  - {query: floods, engine: duckduckgo, serp_max_pages: 4, sources: [openalex]}\n",
+        "  - {query: floods, engine: duckduckgo, serp_max_pages: 4, sources: [serp, openalex]}\n",
         config,
     )
 
@@ -58,9 +58,12 @@ def test_entries_take_the_defaults_and_override_them(config):
         "task_id": "t",
         "query": "Climate  Adaptation",
     }
-    assert first.cache_key == "climate adaptation|mojeek||serp_max_pages=2"
+    # No sources given: the spider's default, the engine plus Semantic Scholar and OpenAlex.
+    assert (
+        first.cache_key == "climate adaptation|mojeek,openalex,semantic_scholar||serp_max_pages=2"
+    )
     assert second.spider_args["engine"] == "duckduckgo"
-    assert second.spider_args["sources"] == "openalex"
+    assert second.spider_args["sources"] == "serp,openalex"
     assert second.cache_key == "floods|duckduckgo,openalex||serp_max_pages=4"
 
 
@@ -202,7 +205,7 @@ def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
 ):
     batch_file = tmp_path / "batch.yaml"
     batch_file.write_text(
-        "defaults: {engine: mojeek, serp_max_pages: 2}\n"
+        "defaults: {engine: mojeek, serp_max_pages: 2, sources: [serp]}\n"
         "queries: [tundra fires, {query: boreal forest, engine: duckduckgo}]\n"
     )
 

@@ -22,22 +22,19 @@ async def crawl_twice(simulator, db_path, query: str) -> None:
 
 
 def record_usage_and_a_paper(db_path) -> None:
-    """Google usage from another crawl today, and a paper the canonical merge would write."""
+    """Google usage from another crawl today, and one paper seen by an API too."""
     today = datetime.now(UTC).date().isoformat()
-    now = datetime.now(UTC).isoformat()
     conn = sqlite3.connect(db_path)
     with conn:
         conn.executemany(
             "INSERT INTO engine_usage (engine, date, usage_count) VALUES (?, ?, ?)",
             [("google", today, 7), ("google", "2000-01-01", 9)],
         )
-        paper = conn.execute(
-            "INSERT INTO papers (title, normalized_title, attribution, created_at, updated_at)"
-            " VALUES ('A', 'a', 'both', ?, ?)",
-            (now, now),
-        ).lastrowid
+        # The crawls stored one paper per DOI result (every fifth simulated result has one),
+        # each seen on the SERP only; an API record of the first would make it `both`.
         conn.execute(
-            "UPDATE serp_items SET paper_id = ? WHERE query_id = 2 AND rank <= 3", (paper,)
+            "UPDATE papers SET attribution = 'both' WHERE id ="
+            " (SELECT MIN(paper_id) FROM serp_items WHERE query_id = 2)"
         )
     conn.close()
 
@@ -61,8 +58,9 @@ async def test_a_recrawl_counts_urls_stored_before_as_repeated(simulator, db_pat
     assert second.pages_per_source == {"mojeek": 3}
     assert second.stop_reasons == {"mojeek": "max_pages"}
     assert [page.novelty for page in second.pages] == [1.0, 1.0, 1.0]
-    assert second.attribution == {"both": 1, "api_only": 0, "serp_only": 0}
-    assert first.attribution == {"both": 0, "api_only": 0, "serp_only": 0}
+    # Query 2 shows results 0..29 (DOIs at 0, 5, …, 25), query 1 results 0..19: the same papers.
+    assert second.attribution == {"both": 1, "api_only": 0, "serp_only": 5}
+    assert first.attribution == {"both": 1, "api_only": 0, "serp_only": 3}
     # The quota middleware counted every request of the three crawls: 2 + 3 + 1 pages.
     assert (quota["mojeek"].used, quota["mojeek"].daily_limit) == (6, None)
     assert (quota["google"].used, quota["google"].daily_limit) == (7, 10)
@@ -84,7 +82,7 @@ async def test_scrapy_report_prints_each_query_and_writes_one_html_page(
     assert result.returncode == 0, result.stderr[-3000:]
     assert "query 2: 'tidal energy' (task t1)" in result.stdout
     assert "items 30: 10 new, 20 repeated" in result.stdout
-    assert "attribution both 1, api_only 0, serp_only 0" in result.stdout
+    assert "attribution both 1, api_only 0, serp_only 5" in result.stdout
     assert "quota today: mojeek 5 (no daily limit)" in result.stdout
     assert "  google 7 (of 10)" in result.stdout
     html = page.read_text()

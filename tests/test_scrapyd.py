@@ -42,7 +42,12 @@ def test_deployed_project_lists_the_serp_spider(scrapyd):
 
 def test_a_scheduled_job_stores_its_pages_and_finishes_its_status_row(scrapyd, simulator, tmp_path):
     db_path = tmp_path / "scrapyd.sqlite3"
-    args = {"query": "glacier retreat", "engine": "mojeek", "serp_max_pages": "3"}
+    args = {
+        "query": "glacier retreat",
+        "engine": "mojeek",
+        "serp_max_pages": "3",
+        "sources": "serp",
+    }
 
     (job_id,) = run_jobs(scrapyd, [(args, job_settings(simulator, db_path))])
 

@@ -104,3 +104,25 @@ def test_the_ledger_flushes_a_page_once_every_item_is_kept_or_dropped():
 
     ledger.open_page(PageRecord(1, "mojeek", 2, "empty", 0), expected=0)
     assert flushed == [(1, 2), (2, 0)]
+
+
+def test_a_database_from_an_older_version_gains_the_new_columns(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE queries (id INTEGER PRIMARY KEY, query_text TEXT NOT NULL,"
+        " normalized_query TEXT NOT NULL, engine TEXT NOT NULL, serp_max_pages INTEGER NOT NULL,"
+        " strategy TEXT NOT NULL, started_at TEXT NOT NULL);"
+        "INSERT INTO queries VALUES (1, 'old', 'old', 'mojeek', 3, 'auto', '2026-01-01');"
+    )
+    old.close()
+
+    storage = open_storage(path)
+    query_id = new_query(storage)
+    storage.finish_query(query_id, status="finished", stop_reasons={}, errors={"x": "y"})
+    row = storage.query(1)
+    storage.close()
+
+    assert (row["query_text"], row["status"], row["cache_hit"]) == ("old", "running", 0)
+    columns = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(queries)")}
+    assert {"errors", "attribution", "cached_from", "pid", "sources"} <= columns

@@ -12,6 +12,8 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from w3lib.url import url_query_cleaner
+
 from lyra_crawl.config import SECRET_PLACEHOLDERS, SECRET_SETTINGS, EngineSpec
 from lyra_crawl.engines.base import PageRequest
 
@@ -179,6 +181,20 @@ def secrets_from_settings(settings: Mapping[str, Any]) -> dict[str, str]:
             raise ValueError(f"setting {setting} holds a control character: set it again")
         secrets[placeholder] = value
     return secrets
+
+
+# Credentials are kept out of stored page URLs and reports; a contact address is not one.
+REDACTED_PLACEHOLDERS = ("{s2_api_key}", "{openalex_api_key}")
+
+
+def redact_secrets(spec: EngineSpec, url: str) -> str:
+    """`url` without the query parameters that carry an API key, for storage and logs."""
+    secret_params = [
+        key
+        for key, template in spec.params.items()
+        if any(placeholder in template for placeholder in REDACTED_PLACEHOLDERS)
+    ]
+    return url_query_cleaner(url, secret_params, remove=True) if secret_params else url
 
 
 def check_max_pages(spec: EngineSpec, page_number: int) -> None:

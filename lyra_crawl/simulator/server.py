@@ -22,6 +22,7 @@ from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_que
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
 
 PageKey = tuple[str, int]
+LOGGED_HEADERS = ("x-api-key",)
 
 
 @dataclass
@@ -87,6 +88,10 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                     "method": self.command,
                     "path": "/" + rest,
                     "params": params,
+                    # Credentials sent as headers, so tests can see they travel (and only then).
+                    "headers": {
+                        name: self.headers[name] for name in LOGGED_HEADERS if name in self.headers
+                    },
                 }
             )
             engine = state.engines.get(engine_name)

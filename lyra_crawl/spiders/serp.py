@@ -33,7 +33,13 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
-from lyra_crawl.arguments import CrawlArguments, parse_crawl_arguments, usable_engines
+from lyra_crawl.arguments import (
+    SERP_SOURCE,
+    CrawlArguments,
+    crawl_sources,
+    parse_crawl_arguments,
+    usable_engines,
+)
 from lyra_crawl.breaker import refuses_now
 from lyra_crawl.browser import browser_meta, install_browser, render_schemes
 from lyra_crawl.cache import cache_key
@@ -45,9 +51,11 @@ from lyra_crawl.engines.request import (
     QueryError,
     build_page_request,
     ensure_engine_host,
+    redact_secrets,
+    secrets_from_settings,
     with_query,
 )
-from lyra_crawl.items import SerpItem
+from lyra_crawl.items import PaperItem, SerpItem
 from lyra_crawl.middlewares.base import RequestRefused
 from lyra_crawl.middlewares.daily_quota import utc_date
 from lyra_crawl.page_ledger import PageLedger
@@ -77,12 +85,19 @@ class SerpSpider(scrapy.Spider):
         self.storage = storage
         self.pages = PageLedger(self._store_page)
         self.storage_failure: StorageError | None = None
-        # Filled when resuming an interrupted crawl: what its stored pages already hold.
-        self.stored_urls: set[str] = set()
+        # Filled when resuming an interrupted crawl: where each source goes on, and what its
+        # stored pages already hold.
+        self.start_pages: dict[str, int] = {}
+        # DedupePipeline's keys of the stored items: normalized URL, and doi:DOI.
+        self.stored_keys: set[str] = set()
         self.stored_ranks: dict[str, int] = {}
         self.query_id: int | None = None
         self.engine_name: str | None = None
         self.stop_reasons: dict[str, str] = {}
+        self.errors: dict[str, str] = {}
+        self.secrets: dict[str, str] = {}
+        self.last_pages: dict[str, int] = {}
+        self.cached_from: int | None = None
         self.simulator_url: str | None = None
         self.browser_enabled = False
         self.cache_hit = False
@@ -113,6 +128,7 @@ class SerpSpider(scrapy.Spider):
         spider = cls(config=config, arguments=arguments, storage=storage)
         spider._set_crawler(crawler)
         spider.simulator_url = settings.get("LYRA_SIMULATOR_URL") or None
+        spider.secrets = secrets_from_settings(settings)
         spider.browser_enabled = settings.getbool("LYRA_BROWSER_ENABLED")
         if spider.browser_enabled:
             # Settings are still open here; crawls that render nothing never load Playwright.
@@ -127,17 +143,20 @@ class SerpSpider(scrapy.Spider):
         args = self.arguments
         normalized = normalize_query(args.query)
         resumed = self._interrupted_crawl(normalized) if args.resume else None
-        decision = self._choose_engine() if resumed is None else self._resumed_engine(resumed)
-        logger.info("engine choice: %s", decision.as_dict())
-        engine = decision.engine
-        if engine is None:
-            logger.error(
-                "no engine available (%s): pass -a engine=NAME or check `scrapy engines`",
-                decision.reason,
-            )
-            return
+        engine = None
+        selection: dict[str, Any] = {"reason": "no SERP engine in sources"}
+        if SERP_SOURCE in args.sources:
+            decision = self._choose_engine() if resumed is None else self._resumed_engine(resumed)
+            logger.info("engine choice: %s", decision.as_dict())
+            engine, selection = decision.engine, decision.as_dict()
+            if engine is None:
+                logger.error(
+                    "no engine available (%s): pass -a engine=NAME or check `scrapy engines`",
+                    decision.reason,
+                )
+                return
         self.engine_name = engine
-        spec = self.config.engine(engine)
+        sources = crawl_sources(engine, args.sources)
         self.pagination = PaginationStrategy(
             PaginationConfig(
                 serp_max_pages=args.serp_max_pages,
@@ -146,14 +165,17 @@ class SerpSpider(scrapy.Spider):
                 strategy=Strategy(args.strategy),
             )
         )
-        self.first_page = self.start_page = args.serp_page
-        self.last_page = self.pagination.last_page(args.serp_page, self.page_cap(engine))
-        self.cache_key = cache_key(normalized, [engine], args.time_range, args.serp_max_pages)
+        self.first_page = args.serp_page
+        self.last_pages = {
+            source: self.pagination.last_page(args.serp_page, self.page_cap(source))
+            for source in sources
+        }
+        self.cache_key = cache_key(normalized, sources, args.time_range, args.serp_max_pages)
         if resumed is None:
             self.query_id = self.storage.start_query(
-                self._query_record(normalized, engine, decision.as_dict())
+                self._query_record(normalized, sources[0], selection)
             )
-        elif not self._resume(spec, resumed["id"]):
+        elif not self._resume(resumed["id"], sources):
             return
         cached = None if resumed else self._cached_query()
         if cached is not None:
@@ -161,32 +183,40 @@ class SerpSpider(scrapy.Spider):
                 yield output
             return
         logger.info(
-            "query %d: %r on %s, pages %d..%d",
+            "query %d: %r on %s, pages %d..%s",
             self.query_id,
             args.query,
-            engine,
+            ", ".join(sources),
             self.first_page,
-            self.last_page,
+            self.last_pages,
         )
+        for source in sources:
+            for request in self._first_requests(self.config.engine(source)):
+                yield request
+
+    def _first_requests(self, spec: EngineSpec) -> Iterator[Request]:
+        """Page `serp_page` of one source, or its token page first; none when it cannot start."""
+        args = self.arguments
         if spec.next_page == "form" and args.serp_page > 1:
-            logger.error("engine %s hands a token from page to page: start at serp_page=1", engine)
-            self.record_stop(engine, "error", "serp_page > 1 on a token engine")
-            return
-        if self.start_page > self.last_page:
+            logger.error(
+                "engine %s hands a token from page to page: start at serp_page=1", spec.name
+            )
+            self.record_stop(spec.name, "error", "serp_page > 1 on a token engine")
             return
         if spec.token_page:
             token_page = PageRequest(url=spec.token_page)
-            yield self._request(spec, token_page, self.start_page, callback=self.parse_token_page)
+            yield self._request(spec, token_page, args.serp_page, callback=self.parse_token_page)
             return
+        start = self.start_pages.get(spec.name, args.serp_page)
+        if start > self.last_pages[spec.name]:
+            return  # a resumed source that had stored all its pages
         try:
-            page = build_page_request(
-                spec, args.query, self.start_page, region=args.region, time_range=args.time_range
-            )
+            page = self._page_request(spec, start)
         except QueryError as exc:
             logger.error("%s", exc)
-            self.record_stop(engine, "max_pages", str(exc))
+            self.record_stop(spec.name, "max_pages", str(exc))
             return
-        yield self._request(spec, page, self.start_page)
+        yield self._request(spec, page, start)
 
     def _query_record(
         self, normalized: str, engine: str, selection: dict[str, Any] | None = None
@@ -196,6 +226,7 @@ class SerpSpider(scrapy.Spider):
             query_text=args.query,
             normalized_query=normalized,
             engine=engine,
+            sources=",".join(args.sources),
             serp_page=args.serp_page,
             serp_max_pages=args.serp_max_pages,
             strategy=args.strategy,
@@ -207,8 +238,8 @@ class SerpSpider(scrapy.Spider):
         )
 
     # -- resume (-a resume=true) ---------------------------------------------------------
-    # The interrupted queries row is reopened, not copied: its pages 1..k stay where they are
-    # and the crawl goes on at page k+1, so every page is stored once under one query id.
+    # The interrupted queries row is reopened, not copied: each source's pages 1..k stay where
+    # they are and it goes on at page k+1, so every page is stored once under one query id.
 
     def _interrupted_crawl(self, normalized: str) -> sqlite3.Row | None:
         """The latest interrupted crawl of this query with these arguments, if any."""
@@ -226,38 +257,34 @@ class SerpSpider(scrapy.Spider):
             resumed["engine"], False, "resumed", None, self.config.lastmile.threshold
         )
 
-    def _resume(self, spec: EngineSpec, query_id: int) -> bool:
-        """Reopen `query_id` and start after its last stored page; False when it cannot be."""
-        stored = {row["page_number"]: row for row in self.storage.pages(query_id)}
-        following = self.first_page
-        while following in stored:
-            following += 1
-        if spec.next_page == "form" and following > self.first_page:
-            # Page N+1 needs the token of page N's response, which was never stored.
-            logger.error(
-                "query %d cannot resume at page %d: engine %s hands a token from page to "
-                "page; run again without resume=true to crawl it from page %d",
-                query_id,
-                following,
-                spec.name,
-                self.first_page,
-            )
-            return False
+    def _resume(self, query_id: int, sources: list[str]) -> bool:
+        """Reopen `query_id`, each source after its last stored page; False when it cannot be."""
+        stored = {(row["source"], row["page_number"]) for row in self.storage.pages(query_id)}
+        for source in sources:
+            following = self.first_page
+            while (source, following) in stored:
+                following += 1
+            if self.config.engine(source).next_page == "form" and following > self.first_page:
+                # Page N+1 needs the token of page N's response, which was never stored.
+                logger.error(
+                    "query %d cannot resume at page %d: engine %s hands a token from page to "
+                    "page; run again without resume=true to crawl it from page %d",
+                    query_id,
+                    following,
+                    source,
+                    self.first_page,
+                )
+                return False
+            self.start_pages[source] = following
         self.storage.reopen_query(query_id)
         self.query_id = query_id
-        self.start_page = following
         for item in self.storage.items(query_id):
-            self.stored_urls.add(item["normalized_url"])
-            self.stored_ranks[item["source"]] = max(
-                self.stored_ranks.get(item["source"], 0), item["rank"]
-            )
-        logger.info(
-            "query %d resumed at page %d: pages %d..%d were stored before",
-            query_id,
-            following,
-            self.first_page,
-            following - 1,
-        )
+            self.stored_keys.add(item["normalized_url"])
+            if item["doi"]:
+                self.stored_keys.add(f"doi:{item['doi']}")
+            source = item["source"]
+            self.stored_ranks[source] = max(self.stored_ranks.get(source, 0), item["rank"])
+        logger.info("query %d resumed at pages %s", query_id, self.start_pages)
         return True
 
     # -- storage failure -----------------------------------------------------------------
@@ -277,6 +304,20 @@ class SerpSpider(scrapy.Spider):
                 page.page_number,
             )
             deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORAGE_ERROR))
+
+    def _page_request(
+        self, spec: EngineSpec, page_number: int, tokens: dict[str, str] | None = None
+    ) -> PageRequest:
+        args = self.arguments
+        return build_page_request(
+            spec,
+            args.query,
+            page_number,
+            region=args.region,
+            time_range=args.time_range,
+            tokens=tokens,
+            secrets=self.secrets,
+        )
 
     def _choose_engine(self) -> SelectionDecision:
         args = self.arguments
@@ -324,6 +365,7 @@ class SerpSpider(scrapy.Spider):
             cached_query_id,
         )
         self.cache_hit = True
+        self.cached_from = cached_query_id
         self.storage.mark_cache_hit(self.query_id, cached_query_id)
         cached = self.storage.query(cached_query_id)
         self.stop_reasons.update(json.loads(cached["stop_reason"] or "{}"))
@@ -392,12 +434,18 @@ class SerpSpider(scrapy.Spider):
                 url,
                 formdata=list(page.formdata or ()),
                 meta=meta,
+                headers=dict(page.headers),
                 callback=callback,
                 errback=self.page_failed,
                 dont_filter=True,
             )
         return Request(
-            url, meta=meta, callback=callback, errback=self.page_failed, dont_filter=True
+            url,
+            meta=meta,
+            headers=dict(page.headers),
+            callback=callback,
+            errback=self.page_failed,
+            dont_filter=True,
         )
 
     # -- pages ---------------------------------------------------------------------------
@@ -420,16 +468,8 @@ class SerpSpider(scrapy.Spider):
             logger.warning("%s token page %s: %s", spec.name, result.outcome.value, result.detail)
             self.record_stop(spec.name, "blocked" if result.blocked else "error", result.detail)
             return
-        args = self.arguments
-        page = build_page_request(
-            spec,
-            args.query,
-            self.start_page,
-            region=args.region,
-            time_range=args.time_range,
-            tokens=dict(result.tokens),
-        )
-        yield self._request(spec, page, self.start_page)
+        page = self._page_request(spec, self.arguments.serp_page, dict(result.tokens))
+        yield self._request(spec, page, self.arguments.serp_page)
 
     def parse_serp(self, response: Response) -> Any:
         spec = self.config.engine(response.meta["lyra_engine"])
@@ -452,25 +492,36 @@ class SerpSpider(scrapy.Spider):
                 page_number=page_number,
                 outcome=result.outcome.value,
                 results=len(result.results),
-                url=response.url,
+                url=redact_secrets(spec, self._engine_url(response)),
             ),
             expected=len(result.results),
         )
         for position, found in enumerate(result.results, start=1):
-            yield SerpItem(
-                query_id=self.query_id,
-                source=spec.name,
-                engine=spec.name,
-                page_number=page_number,
-                position=position,
-                url=found.url,
-                title=found.title,
-                snippet=found.snippet,
-                date=found.date,
-                doi=found.doi,
-                arxiv_id=found.arxiv_id,
-                pmid=found.pmid,
-            )
+            fields = {
+                "query_id": self.query_id,
+                "source": spec.name,
+                "engine": spec.name,
+                "page_number": page_number,
+                "position": position,
+                "url": found.url,
+                "title": found.title,
+                "snippet": found.snippet,
+                "date": found.date,
+                "doi": found.doi,
+                "arxiv_id": found.arxiv_id,
+                "pmid": found.pmid,
+            }
+            if spec.scholarly:
+                yield PaperItem(
+                    **fields,
+                    authors=found.authors,
+                    year=found.year,
+                    venue=found.venue,
+                    abstract=found.abstract,
+                    source_id=found.source_id,
+                )
+            else:
+                yield SerpItem(**fields)
         next_request = self._next_page(spec, result, page_number)
         if next_request is not None:
             yield next_request
@@ -494,10 +545,11 @@ class SerpSpider(scrapy.Spider):
             return None
         if result.outcome is Outcome.ERROR:
             logger.error("%s page %d failed: %s", spec.name, page_number, result.detail)
+            self.record_stop(spec.name, "error", f"page {page_number}: {result.detail}")
             return None
         if not result.results:
             return None
-        if page_number >= self.last_page:
+        if page_number >= self.last_pages[spec.name]:
             if page_number >= spec.max_pages:
                 logger.info(
                     "%s: page %d not requested: the engine serves at most %d pages",
@@ -514,19 +566,15 @@ class SerpSpider(scrapy.Spider):
                 return None
             page = with_query(spec, result.next_request, self.arguments.query)
         else:
-            page = build_page_request(
-                spec,
-                self.arguments.query,
-                following,
-                region=self.arguments.region,
-                time_range=self.arguments.time_range,
-            )
+            page = self._page_request(spec, following)
         ensure_engine_host(spec, page.url, self.arguments.region)
         return self._request(spec, page, following)
 
     def record_stop(self, source: str, reason: str, detail: str) -> None:
         """Why `source` stops paging; the last word wins (the middleware speaks last)."""
         self.stop_reasons[source] = reason
+        if reason == "error":
+            self.errors.setdefault(source, detail)  # the first word says what failed
         logger.info("%s stops: %s (%s)", source, reason, detail)
 
     def _count(self, engine: str, result: ParseResult) -> None:
@@ -576,7 +624,13 @@ class SerpSpider(scrapy.Spider):
             self.crawler.stats.inc_value(f"lyra/stop_reason/{stop_reason}")
         if self.query_id is not None:
             status = "finished" if reason == "finished" else "interrupted"
-            self.storage.finish_query(self.query_id, status=status, stop_reasons=self.stop_reasons)
+            self.storage.finish_query(
+                self.query_id,
+                status=status,
+                stop_reasons=self.stop_reasons,
+                errors=self.errors,
+                relevance_threshold=self.relevance.threshold,
+            )
             row = self.storage.query(self.query_id)
             cacheable = status == "finished" and row["items"] and not self.cache_hit
             if cacheable and self.arguments.cache != "off":

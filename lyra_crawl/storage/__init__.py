@@ -5,7 +5,8 @@ from lyra_crawl.storage.sqlite import (
     QueryRecord,
     Storage,
     StorageError,
+    StoredPaper,
     open_storage,
 )
 
-__all__ = ["PageRecord", "QueryRecord", "Storage", "StorageError", "open_storage"]
+__all__ = ["PageRecord", "QueryRecord", "Storage", "StorageError", "StoredPaper", "open_storage"]

@@ -24,6 +24,8 @@ CREATE TABLE IF NOT EXISTS queries (
     items            INTEGER NOT NULL DEFAULT 0,
     harvest_rate     REAL,
     selection        TEXT,                              -- JSON: how the engine was chosen
+    errors           TEXT,                              -- JSON: {source: what failed}
+    attribution      TEXT,                              -- JSON: {both|api_only|serp_only: papers}
     cache_hit        INTEGER NOT NULL DEFAULT 0,
     cached_from      INTEGER,                           -- the query whose results were re-used
     job_id           TEXT,

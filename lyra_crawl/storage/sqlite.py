@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -86,6 +86,24 @@ class PageRecord:
     harvest_rate: float | None = None
 
 
+@dataclass(frozen=True)
+class StoredPaper:
+    """A canonical paper as the merge hands it to storage."""
+
+    title: str
+    normalized_title: str
+    attribution: str
+    doi: str | None = None
+    arxiv_id: str | None = None
+    pmid: str | None = None
+    year: int | None = None
+    authors: tuple[str, ...] = ()
+    venue: str | None = None
+    abstract: str | None = None
+    external_ids: Mapping[str, str] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+
+
 class Storage:
     """All reads and writes of one SQLite file."""
 
@@ -110,7 +128,12 @@ class Storage:
             ) from exc
 
     def _apply_schema(self) -> None:
+        """Create what is missing: tables, indexes, and columns added since the file was made."""
         schema = resources.files("lyra_crawl.storage").joinpath("schema.sql").read_text("utf-8")
+        # Columns first: the schema's indexes may name a column an old table lacks.
+        with self.transaction() as conn:
+            for table, column, declaration in _missing_columns(conn, schema):
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         self._conn.executescript(schema)
         with self.transaction() as conn:
             if conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 0:
@@ -165,12 +188,13 @@ class Storage:
         """The latest interrupted crawl of the same query, pages and options as `record`."""
         return self._conn.execute(
             "SELECT * FROM queries WHERE status = 'interrupted' AND normalized_query = ?"
-            " AND (? OR engine = ?) AND serp_page = ? AND serp_max_pages = ? AND strategy = ?"
-            " AND time_range IS ? AND region IS ? ORDER BY id DESC LIMIT 1",
+            " AND (? OR engine = ?) AND sources = ? AND serp_page = ? AND serp_max_pages = ?"
+            " AND strategy = ? AND time_range IS ? AND region IS ? ORDER BY id DESC LIMIT 1",
             (
                 record.normalized_query,
                 any_engine,
                 record.engine,
+                record.sources,
                 record.serp_page,
                 record.serp_max_pages,
                 record.strategy,
@@ -221,19 +245,25 @@ class Storage:
         *,
         status: str,
         stop_reasons: Mapping[str, str],
-        harvest_rate: float | None = None,
+        errors: Mapping[str, str] | None = None,
+        relevance_threshold: float | None = None,
     ) -> None:
-        """Close the query row; pages and items are counted from what was really stored."""
+        """Close the query row; pages, items and the harvest rate (share of items whose
+        relevance reaches the threshold) are counted from what was really stored."""
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE queries SET status = ?, stop_reason = ?, harvest_rate = ?,"
+                "UPDATE queries SET status = ?, stop_reason = ?, errors = ?,"
+                " harvest_rate = (SELECT AVG(relevance >= ?) FROM serp_items"
+                "   WHERE query_id = ? AND relevance IS NOT NULL),"
                 " pages_fetched = (SELECT COUNT(*) FROM serp_pages WHERE query_id = ?),"
                 " items = (SELECT COUNT(*) FROM serp_items WHERE query_id = ?),"
                 " finished_at = ? WHERE id = ?",
                 (
                     status,
                     json.dumps(dict(stop_reasons), sort_keys=True),
-                    harvest_rate,
+                    json.dumps(dict(errors), sort_keys=True) if errors else None,
+                    relevance_threshold,
+                    query_id,
                     query_id,
                     query_id,
                     utc_now(),
@@ -310,6 +340,121 @@ class Storage:
             (query_id, query_id),
         ).fetchall()
         return {row[0] for row in rows}
+
+    # -- canonical papers ------------------------------------------------------------------
+
+    def save_papers(
+        self,
+        query_id: int,
+        papers: Sequence[tuple[StoredPaper, Sequence[str]]],
+        fused_ranks: Mapping[str, int],
+        attribution: Mapping[str, int],
+    ) -> None:
+        """Upsert each paper and link the query's items (by normalized URL) to it, with the
+        items' fused ranks and the query's attribution counts, in one transaction."""
+        now = utc_now()
+        with self.transaction() as conn:
+            for paper, urls in papers:
+                paper_id = self._upsert_paper(conn, paper, now)
+                conn.executemany(
+                    "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
+                    [(paper_id, query_id, url) for url in urls],
+                )
+            conn.executemany(
+                "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
+                [(rank, query_id, url) for url, rank in fused_ranks.items()],
+            )
+            conn.execute(
+                "UPDATE queries SET attribution = ? WHERE id = ?",
+                (json.dumps(dict(attribution), sort_keys=True), query_id),
+            )
+
+    @staticmethod
+    def _upsert_paper(conn: sqlite3.Connection, paper: StoredPaper, now: str) -> int:
+        """The id of the stored paper sharing an identifier with `paper`, updated; else new."""
+        row = None
+        for column in ("doi", "arxiv_id", "pmid"):
+            value = getattr(paper, column)
+            if value:
+                row = conn.execute(f"SELECT * FROM papers WHERE {column} = ?", (value,)).fetchone()
+                if row is not None:
+                    break
+        if row is None:
+            cursor = conn.execute(
+                "INSERT INTO papers (doi, arxiv_id, pmid, title, normalized_title, year, authors,"
+                " venue, abstract, external_ids, attribution, sources, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    paper.doi,
+                    paper.arxiv_id,
+                    paper.pmid,
+                    paper.title,
+                    paper.normalized_title,
+                    paper.year,
+                    json.dumps(list(paper.authors)),
+                    paper.venue,
+                    paper.abstract,
+                    json.dumps(dict(paper.external_ids), sort_keys=True),
+                    paper.attribution,
+                    json.dumps(sorted(paper.sources)),
+                    now,
+                    now,
+                ),
+            )
+            return int(cursor.lastrowid)
+        sources = sorted(set(json.loads(row["sources"] or "[]")) | set(paper.sources))
+        external = {**json.loads(row["external_ids"] or "{}"), **paper.external_ids}
+        # Two different attributions (api_only and serp_only, or either and both) make both.
+        attribution = paper.attribution if row["attribution"] == paper.attribution else "both"
+        conn.execute(
+            "UPDATE papers SET arxiv_id = COALESCE(arxiv_id, ?), pmid = COALESCE(pmid, ?),"
+            " doi = COALESCE(doi, ?), year = COALESCE(year, ?), venue = COALESCE(venue, ?),"
+            " abstract = CASE WHEN length(COALESCE(abstract, '')) >= length(COALESCE(?, ''))"
+            "   THEN abstract ELSE ? END,"
+            " authors = CASE WHEN authors IS NULL OR authors = '[]' THEN ? ELSE authors END,"
+            " external_ids = ?, sources = ?, attribution = ?, updated_at = ? WHERE id = ?",
+            (
+                paper.arxiv_id,
+                paper.pmid,
+                paper.doi,
+                paper.year,
+                paper.venue,
+                paper.abstract,
+                paper.abstract,
+                json.dumps(list(paper.authors)),
+                json.dumps(external, sort_keys=True),
+                json.dumps(sources),
+                attribution,
+                now,
+                row["id"],
+            ),
+        )
+        return int(row["id"])
+
+    def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
+        """Give a query answered from cache the papers, fused ranks and attribution of the
+        query whose results it re-used."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE serp_items AS item SET (paper_id, fused_rank) = ("
+                " SELECT paper_id, fused_rank FROM serp_items AS cached"
+                " WHERE cached.query_id = ? AND cached.normalized_url = item.normalized_url)"
+                " WHERE item.query_id = ?",
+                (from_query_id, to_query_id),
+            )
+            conn.execute(
+                "UPDATE queries SET attribution = (SELECT attribution FROM queries WHERE id = ?)"
+                " WHERE id = ?",
+                (from_query_id, to_query_id),
+            )
+
+    def papers_of(self, query_id: int) -> list[sqlite3.Row]:
+        """The canonical papers the query's items are linked to."""
+        return self._conn.execute(
+            "SELECT * FROM papers WHERE id IN"
+            " (SELECT paper_id FROM serp_items WHERE query_id = ?) ORDER BY id",
+            (query_id,),
+        ).fetchall()
 
     # -- search-level cache --------------------------------------------------------------
 
@@ -532,6 +677,34 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process
     return True
+
+
+def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str, str]]:
+    """Columns schema.sql declares that the file's tables lack (a database from an older
+    version): (table, column, declaration to add it with)."""
+    reference = sqlite3.connect(":memory:")
+    try:
+        reference.executescript(schema)
+        tables = [
+            row[0]
+            for row in reference.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        missing = []
+        for table in tables:
+            present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            if not present:
+                continue  # a table the file lacks altogether: the schema script creates it
+            for _, name, kind, notnull, default, _ in reference.execute(
+                f"PRAGMA table_info({table})"
+            ):
+                if name not in present:
+                    declaration = f"{kind}{' NOT NULL' if notnull else ''}"
+                    if default is not None:
+                        declaration += f" DEFAULT {default}"
+                    missing.append((table, name, declaration))
+        return missing
+    finally:
+        reference.close()
 
 
 def _health(engine: str, row: sqlite3.Row | None) -> Health:

@@ -40,7 +40,7 @@ def test_four_processes_write_one_database_ten_times_over(start_simulator, db_pa
         processes = [
             start_scrapy(
                 *("crawl", "serp", "-a", f"query={query}", "-a", "engine=mojeek"),
-                *("-a", f"serp_max_pages={PAGES}", "-a", "cache=off"),
+                *("-a", f"serp_max_pages={PAGES}", "-a", "cache=off", "-a", "sources=serp"),
                 env=env,
             )
             for query in batch

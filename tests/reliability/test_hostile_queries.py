@@ -117,7 +117,13 @@ async def test_a_hostile_query_is_stored_verbatim_and_sent_encoded(
     simulator, db_path, engine, query
 ):
     crawler = await run_crawl(
-        simulator, db_path, query=query, engine=engine, serp_max_pages="2", cache="off"
+        simulator,
+        db_path,
+        query=query,
+        engine=engine,
+        sources="serp",
+        serp_max_pages="2",
+        cache="off",
     )
 
     (row,) = query_db(db_path, "SELECT query_text, status, items FROM queries")
@@ -136,7 +142,8 @@ async def test_a_hostile_query_is_stored_verbatim_and_sent_encoded(
 def crawl_mojeek(simulator, db_path, query: str, *extra: str) -> subprocess.CompletedProcess:
     """`scrapy crawl serp` of `query` on mojeek, in a subprocess: the argv path of a query."""
     return run_scrapy(
-        *("crawl", "serp", "-a", f"query={query}", "-a", "engine=mojeek", *extra),
+        *("crawl", "serp", "-a", f"query={query}", "-a", "engine=mojeek", "-a", "sources=serp"),
+        *extra,
         env=scrapy_env(simulator, db_path),
     )
 

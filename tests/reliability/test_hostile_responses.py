@@ -197,7 +197,9 @@ def test_mutated_real_pages_never_crash_any_parser(body: bytes, engine: str, pag
 @pytest_twisted.ensureDeferred
 async def test_a_broken_page_mid_crawl_keeps_the_pages_before_it(start_simulator, db_path, engine):
     simulator = start_simulator("--malformed-at", f"{engine}:3")
-    crawler = await run_crawl(simulator, db_path, query="hostile pages", engine=engine)
+    crawler = await run_crawl(
+        simulator, db_path, query="hostile pages", engine=engine, sources="serp"
+    )
 
     pages = query_db(db_path, "SELECT page_number, outcome, items_stored FROM serp_pages")
     assert [(row[0], row[1]) for row in pages][:2] == [(1, "ok"), (2, "ok")]

@@ -31,6 +31,8 @@ def crawl_args(*extra: str) -> list[str]:
         f"serp_max_pages={PAGES}",
         "-a",
         "strategy=fixed",
+        "-a",
+        "sources=serp",
         *extra,
     ]
 
@@ -88,11 +90,14 @@ def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_sim
     open_storage(db_path).close()  # what every next start does first
     assert query_db(db_path, "SELECT status FROM queries")[0][0] == "interrupted"
 
-    # No engine given: the interrupted crawl's own engine is used.
-    result = run_scrapy(*crawl_args("-a", "resume=true"), env=env)
+    # No engine given: the interrupted crawl's own engine is used (and no browser loaded for
+    # the engines it might have chosen).
+    result = run_scrapy(
+        *crawl_args("-a", "resume=true"), env={**env, "LYRA_BROWSER_ENABLED": "false"}
+    )
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "resumed at page 5" in result.stderr
+    assert "resumed at pages {'mojeek': 5}" in result.stderr
     assert_whole_pages(db_path)
     (query,) = query_db(db_path, "SELECT * FROM queries")
     assert query["status"] == "finished" and query["engine"] == "mojeek"

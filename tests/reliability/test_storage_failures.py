@@ -56,7 +56,7 @@ def test_a_full_disk_mid_crawl_stops_with_one_clear_error(start_simulator, small
     simulator = start_simulator("--slow-at", "mojeek:4:1500")
     process = start_scrapy(
         *("crawl", "serp", "-a", "query=disk full", "-a", "engine=mojeek"),
-        *("-a", "serp_max_pages=8", "-a", "strategy=fixed"),
+        *("-a", "serp_max_pages=8", "-a", "strategy=fixed", "-a", "sources=serp"),
         env=scrapy_env(simulator, db_path),
     )
     deadline = time.monotonic() + 60
@@ -83,7 +83,7 @@ def test_a_full_disk_mid_crawl_stops_with_one_clear_error(start_simulator, small
 def test_a_read_only_database_is_one_clear_error_and_stays_readable(simulator, small_disk):
     db_path = small_disk / "lyra.sqlite3"
     env = scrapy_env(simulator, db_path)
-    args = ["crawl", "serp", "-a", "engine=mojeek", "-a", "serp_max_pages=2"]
+    args = ["crawl", "serp", "-a", "engine=mojeek", "-a", "serp_max_pages=2", "-a", "sources=serp"]
     assert run_scrapy(*args, "-a", "query=read only", env=env).returncode == 0
     remounted = mount("-o", "remount,ro", str(small_disk))
     assert remounted.returncode == 0, remounted.stderr

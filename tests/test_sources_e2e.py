@@ -1,0 +1,192 @@
+"""Unified sources: the SERP engine and the scholarly APIs in one crawl, merged into papers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest_twisted
+
+from tests.conftest import query_db, run_crawl
+
+ALL_SOURCES = "serp,semantic_scholar,openalex"
+DEEP = ("--results-total", "300")
+
+
+def the_query(db_path):
+    (row,) = query_db(db_path, "SELECT * FROM queries")
+    return row
+
+
+@pytest_twisted.ensureDeferred
+async def test_one_crawl_stores_serp_items_and_api_papers_merged(start_simulator, db_path):
+    simulator = start_simulator(*DEEP)
+    await run_crawl(
+        simulator,
+        db_path,
+        query="soil carbon",
+        engine="mojeek",
+        serp_max_pages=2,
+        sources=ALL_SOURCES,
+        strategy="fixed",
+    )
+
+    query = the_query(db_path)
+    assert query["status"] == "finished"
+    assert json.loads(query["stop_reason"]) == {
+        "mojeek": "max_pages",
+        "semantic_scholar": "max_pages",
+        "openalex": "max_pages",
+    }
+    per_source = {
+        row["source"]: row["n"]
+        for row in query_db(db_path, "SELECT source, COUNT(*) AS n FROM serp_items GROUP BY source")
+    }
+    assert set(per_source) == {"mojeek", "semantic_scholar", "openalex"}
+    pages = query_db(
+        db_path, "SELECT source, page_number FROM serp_pages ORDER BY source, page_number"
+    )
+    assert {(p["source"], p["page_number"]) for p in pages} == {
+        (s, n) for s in ("mojeek", "semantic_scholar", "openalex") for n in (1, 2)
+    }
+    attribution = json.loads(query["attribution"])
+    # Mojeek's DOI results (every fifth) are papers the APIs list too: merged, `both`.
+    assert attribution["both"] >= 4 and attribution["api_only"] > 0
+    both = query_db(db_path, "SELECT * FROM papers WHERE attribution = 'both'")
+    assert all(p["doi"] and "mojeek" in p["sources"] for p in both)
+    assert all(p["year"] and json.loads(p["authors"]) for p in both), "API metadata kept"
+    linked = query_db(
+        db_path,
+        "SELECT COUNT(DISTINCT source) AS sources FROM serp_items WHERE paper_id = ?",
+        (both[0]["id"],),
+    )
+    assert linked[0]["sources"] >= 1
+    dois = query_db(db_path, "SELECT doi FROM papers WHERE doi IS NOT NULL")
+    assert len(dois) == len({row["doi"] for row in dois}), "one paper per DOI"
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_preprint_and_its_journal_version_are_one_paper(start_simulator, db_path):
+    simulator = start_simulator(*DEEP)
+    await run_crawl(
+        simulator,
+        db_path,
+        query="ocean heat",
+        sources="semantic_scholar,openalex",
+        serp_max_pages=1,
+    )
+
+    papers = query_db(db_path, "SELECT * FROM papers WHERE arxiv_id IS NOT NULL")
+    assert papers, "the simulator serves preprint/journal pairs"
+    for paper in papers:
+        assert paper["doi"] and not paper["doi"].startswith("10.48550/")
+        assert {"semantic_scholar", "openalex"} <= set(json.loads(paper["sources"]))
+
+
+@pytest_twisted.ensureDeferred
+async def test_every_item_gets_a_fused_rank_across_sources(start_simulator, db_path):
+    simulator = start_simulator(*DEEP)
+    await run_crawl(
+        simulator,
+        db_path,
+        query="peat bogs",
+        engine="mojeek",
+        serp_max_pages=1,
+        sources=ALL_SOURCES,
+    )
+
+    rows = query_db(db_path, "SELECT source, rank, fused_rank, paper_id FROM serp_items")
+    assert rows and all(row["fused_rank"] for row in rows)
+    best = min(rows, key=lambda row: row["fused_rank"])
+    assert best["fused_rank"] == 1
+    # A paper every source lists near the top outranks any single source's own top result.
+    assert best["paper_id"] is not None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_failing_source_leaves_the_others_intact(start_simulator, db_path):
+    simulator = start_simulator(*DEEP, "--status-at", "openalex:2:500")
+    crawler = await run_crawl(
+        simulator,
+        db_path,
+        query="mangrove loss",
+        engine="mojeek",
+        serp_max_pages=3,
+        sources=ALL_SOURCES,
+        strategy="fixed",
+    )
+
+    query = the_query(db_path)
+    assert query["status"] == "finished"
+    stops = json.loads(query["stop_reason"])
+    assert stops == {"mojeek": "max_pages", "semantic_scholar": "max_pages", "openalex": "error"}
+    assert "HTTP 500" in json.loads(query["errors"])["openalex"]
+    pages = query_db(db_path, "SELECT source, page_number, outcome FROM serp_pages")
+    openalex = sorted((p["page_number"], p["outcome"]) for p in pages if p["source"] == "openalex")
+    assert openalex == [(1, "ok"), (2, "error")], "page 1 kept, the failed page on record"
+    for source in ("mojeek", "semantic_scholar"):
+        assert sorted(p["page_number"] for p in pages if p["source"] == source) == [1, 2, 3]
+    assert crawler.stats.get_value("lyra/openalex/outcome/error") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_keys_travel_as_configured_and_never_into_storage(start_simulator, db_path):
+    simulator = start_simulator(*DEEP)
+    settings = {
+        "LYRA_S2_API_KEY": "s2-secret",
+        "LYRA_OPENALEX_API_KEY": "oa-secret",
+        "LYRA_CONTACT_EMAIL": "lab@example.org",
+    }
+    await run_crawl(
+        simulator,
+        db_path,
+        settings,
+        query="kelp",
+        sources="semantic_scholar,openalex",
+        serp_max_pages=1,
+    )
+
+    (s2,) = simulator.requests("semantic_scholar")
+    (openalex,) = simulator.requests("openalex")
+    assert s2["headers"] == {"x-api-key": "s2-secret"} and "s2-secret" not in json.dumps(
+        s2["params"]
+    )
+    assert openalex["params"]["api_key"] == "oa-secret"
+    assert openalex["params"]["mailto"] == "lab@example.org"
+    stored = json.dumps([dict(r) for r in query_db(db_path, "SELECT url FROM serp_pages")])
+    assert "oa-secret" not in stored and "mailto" in stored
+
+
+@pytest_twisted.ensureDeferred
+async def test_without_keys_nothing_secret_is_sent(start_simulator, db_path):
+    simulator = start_simulator(*DEEP)
+    await run_crawl(
+        simulator, db_path, query="kelp", sources="semantic_scholar,openalex", serp_max_pages=1
+    )
+
+    assert simulator.requests("semantic_scholar")[0]["headers"] == {}
+    assert "api_key" not in simulator.requests("openalex")[0]["params"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_cached_search_keeps_its_papers(start_simulator, db_path):
+    simulator = start_simulator(*DEEP)
+    args = {"query": "fen", "engine": "mojeek", "serp_max_pages": 1, "sources": ALL_SOURCES}
+    await run_crawl(simulator, db_path, **args)
+    await run_crawl(simulator, db_path, **args)
+
+    first, second = query_db(db_path, "SELECT * FROM queries ORDER BY id")
+    assert second["cache_hit"] == 1 and second["attribution"] == first["attribution"]
+    links = query_db(
+        db_path,
+        "SELECT query_id, normalized_url, paper_id, fused_rank FROM serp_items"
+        " ORDER BY normalized_url",
+    )
+    by_query = {
+        q: [
+            (r["normalized_url"], r["paper_id"], r["fused_rank"])
+            for r in links
+            if r["query_id"] == q
+        ]
+        for q in (1, 2)
+    }
+    assert by_query[1] == by_query[2]
