@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= $(or $(LYRA_CHROMIUM_PATH),/usr/bin/chromium)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
 
-.PHONY: install chromium demo test lint bench clean
+.PHONY: install chromium demo test lint audit bench clean
 
 install: $(STAMP)
 
@@ -38,6 +38,12 @@ test: install chromium
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# Known vulnerabilities of every package installed in .venv, from PyPI's advisory data (the
+# `vulnerabilities` of PyPI's JSON API). --strict fails when a package could not be checked, so
+# a closed network is a failure, never a silent pass. Not part of `make test`: it needs PyPI.
+audit: install
+	$(BIN)/pip-audit --strict --vulnerability-service pypi --skip-editable --progress-spinner off
 
 bench: install chromium
 	$(BIN)/python -m benchmarks

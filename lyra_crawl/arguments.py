@@ -34,6 +34,7 @@ KNOWN_ARGUMENTS = frozenset(
         "cache",
         "novelty_scope",
         "harvest_rate",
+        "resume",
     }
 )
 
@@ -57,6 +58,7 @@ class CrawlArguments:
     sources: tuple[str, ...] = DEFAULT_SOURCES
     novelty_scope: str = "query"
     harvest_rate: float | None = None
+    resume: bool = False
 
 
 def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
@@ -158,6 +160,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
                 f"harvest_rate must be a number from 0 to 1 (got {raw['harvest_rate']!r}): "
                 "-a harvest_rate=0.95"
             )
+    resume = _one_of(str(raw.get("resume") or "false").lower(), ("true", "false"), "resume")
     return CrawlArguments(
         query=query,
         engine=engine,
@@ -172,6 +175,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         novelty_scope=novelty_scope,
         sources=sources,
         harvest_rate=harvest_rate,
+        resume=resume == "true",
     )
 
 

@@ -83,6 +83,8 @@ class CanonicalPipeline(_Pipeline):
 
     def close_spider(self) -> None:
         spider = self.crawler.spider
+        if spider.storage_failure is not None:
+            return  # the crawl stopped because nothing more can be written
         spider.pages.flush_all()  # every item stored before it is linked
         if spider.cache_hit:
             spider.storage.copy_paper_links(spider.cached_from, spider.query_id)
@@ -121,7 +123,9 @@ class DedupePipeline(_Pipeline):
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, SerpItem):
             return item
-        seen = self.seen.setdefault(item.query_id, set())
+        spider = self.crawler.spider
+        # A resumed crawl goes on from what its stored pages hold (empty otherwise).
+        seen = self.seen.setdefault(item.query_id, set(spider.stored_keys))
         if item.normalized_url in seen:
             raise self.drop(item, "duplicate_url", "duplicate within the query")
         doi_key = f"doi:{item.doi}" if item.doi else None
@@ -131,7 +135,7 @@ class DedupePipeline(_Pipeline):
         if doi_key:
             seen.add(doi_key)
         key = (item.query_id, item.source)
-        item.rank = self.next_rank.get(key, 0) + 1
+        item.rank = self.next_rank.get(key, spider.stored_ranks.get(item.source, 0)) + 1
         self.next_rank[key] = item.rank
         return item
 

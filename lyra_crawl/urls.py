@@ -65,8 +65,11 @@ def _bing_target(value: str) -> str | None:
 
 def is_web_url(url: str) -> bool:
     """True for absolute http(s) URLs with a host: the only results worth storing."""
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unbalanced IPv6 bracket, a port out of range
+        return False
 
 
 def normalize_url(url: str) -> str:

@@ -111,6 +111,27 @@ def run_scrapy(
     )
 
 
+def scrapy_env(simulator: Simulator, db_path: Path) -> dict[str, str]:
+    """The environment of a `scrapy crawl` subprocess against `simulator`, writing `db_path`."""
+    return {
+        "LYRA_SIMULATOR_URL": simulator.url,
+        "LYRA_DB_PATH": str(db_path),
+        "LYRA_RATE_LIMIT_ENABLED": "false",
+    }
+
+
+def start_scrapy(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`scrapy ARGS` started in the project folder and left running; stderr is piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def query_db(db_path: Path, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
     conn = sqlite3.connect(db_path)
     conn.row_factory = sqlite3.Row

@@ -1,7 +1,8 @@
 """`scrapy crawl`, with serp's arguments, config and database checked before the crawl starts.
 
 A wrong argument, config file or database path ends the run with one `error:` line naming the
-problem and the fix, exit status 2, and no request sent.
+problem and the fix, exit status 2, and no request sent. A crawl closed because the database
+refused a write mid-crawl (disk full, read-only) exits with status 1.
 """
 
 from __future__ import annotations
@@ -10,16 +11,21 @@ import argparse
 import sys
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.crawler import Crawler
+from scrapy.spiders import Spider
 
 from lyra_crawl.arguments import ArgumentError, parse_crawl_arguments
 from lyra_crawl.config import ConfigError, load_config
-from lyra_crawl.spiders.serp import SerpSpider
+from lyra_crawl.spiders.serp import STORAGE_ERROR, SerpSpider
 from lyra_crawl.storage import StorageError, open_storage
 
 EXIT_BAD_INPUT = 2
+EXIT_STORAGE_FAILED = 1
 
 
 class Command(ScrapyCrawlCommand):
+    _crawler: Crawler | None = None
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and args[0] == SerpSpider.name:
             try:
@@ -31,3 +37,11 @@ class Command(ScrapyCrawlCommand):
                 self.exitcode = EXIT_BAD_INPUT
                 return
         super().run(args, opts)
+        crawler = self._crawler
+        if crawler is not None and crawler.stats.get_value("finish_reason") == STORAGE_ERROR:
+            self.exitcode = EXIT_STORAGE_FAILED
+
+    def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
+        # Kept to read its close reason: the process has dropped it once the crawl is over.
+        self._crawler = super()._create_crawler(spidercls)
+        return self._crawler

@@ -12,7 +12,7 @@ import re
 from lxml import etree
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, leading_year
+from lyra_crawl.engines.base import Extracted, SerpResult, leading_year, whole_number
 from lyra_crawl.identifiers import normalize_doi
 
 NS = {
@@ -64,6 +64,6 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
                 source_id=arxiv_id,
             )
         )
-    start = feed.findtext("opensearch:startIndex", namespaces=NS)
-    shown = int(start) // spec.results_per_page + 1 if start and start.isdigit() else None
+    start = whole_number(feed.findtext("opensearch:startIndex", namespaces=NS))
+    shown = start // spec.results_per_page + 1 if start is not None else None
     return Extracted(results=tuple(results), shown_page=shown)

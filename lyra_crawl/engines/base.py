@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-_YEAR_RE = re.compile(r"\s*(\d{4})\b")
+_YEAR_RE = re.compile(r"\s*([0-9]{4})\b")
+_WHOLE_NUMBER_RE = re.compile(r"\s*([0-9]{1,18})\s*")
 
 
 class Outcome(StrEnum):
@@ -124,6 +125,12 @@ def leading_year(text: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def whole_number(text: str | None) -> int | None:
+    """The ASCII whole number `text` holds, None otherwise ('²'.isdigit() is True, int() fails)."""
+    match = _WHOLE_NUMBER_RE.fullmatch(text or "")
+    return int(match.group(1)) if match else None
+
+
 def load_json(body: bytes) -> Any:
     """The decoded JSON body; ValueError (with the reason) when it is not JSON."""
     try:
@@ -143,11 +150,27 @@ def json_object(body: bytes) -> tuple[dict[str, Any], str]:
     return doc, ""
 
 
-def paper_results(
-    records: Sequence[Any], convert: Callable[[dict[str, Any]], SerpResult | None]
+def record_results(
+    records: Any, convert: Callable[[dict[str, Any]], SerpResult | None]
 ) -> tuple[tuple[SerpResult, ...], dict[str, int]]:
-    """An API's records as results, in order, and how many had no title (or no id) to keep."""
-    converted = [convert(record) if isinstance(record, dict) else None for record in records]
-    results = tuple(found for found in converted if found is not None)
-    dropped = len(records) - len(results)
-    return results, {"no_title": dropped} if dropped else {}
+    """An API's records as results, in order, and why the others were dropped.
+
+    `convert` reads a record of the documented shape and returns None when it has no title (or
+    no id); a record of another shape (a list where an object was due, a number for a title)
+    is dropped as `malformed_record` instead of failing the page.
+    """
+    if not isinstance(records, list):
+        records = []
+    results = []
+    dropped: dict[str, int] = {}
+    for record in records:
+        try:
+            found = convert(record) if isinstance(record, dict) else None
+            reason = "no_title" if found is None else ""
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+            found, reason = None, "malformed_record"
+        if found is None:
+            dropped[reason] = dropped.get(reason, 0) + 1
+        else:
+            results.append(found)
+    return tuple(results), dropped

@@ -16,7 +16,7 @@ from typing import Any
 import lxml.html
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, json_object, paper_results
+from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
 from lyra_crawl.identifiers import normalize_doi
 
 
@@ -29,7 +29,7 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
         return Extracted(error=f"Crossref error: {_failure(message)}")
     if doc.get("message-type") != "work-list":
         return Extracted(error=f"expected a work-list, got {doc.get('message-type')!r}")
-    results, dropped = paper_results(message.get("items") or [], _result)
+    results, dropped = record_results(message.get("items") or [], _result)
     start = (message.get("query") or {}).get("start-index")
     shown = start // spec.results_per_page + 1 if isinstance(start, int) else None
     return Extracted(results=results, shown_page=shown, dropped=dropped)

@@ -20,7 +20,8 @@ from lyra_crawl.engines.request import page_index
 from lyra_crawl.urls import is_web_url, unwrap_redirect
 
 _UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8")
-_NUMBER_RE = re.compile(r"\d+")
+# ASCII digits, few enough for int(): a pager never shows a 5,000-digit page number.
+_NUMBER_RE = re.compile(r"[0-9]{1,9}")
 
 
 def parse_document(body: bytes) -> lxml.html.HtmlElement | None:
@@ -81,7 +82,7 @@ def extract(spec: EngineSpec, doc: lxml.html.HtmlElement, page_number: int) -> E
         href = first_text(node, rules["url"])
         title = first_text(node, rules["title"])
         reason = None
-        url = unwrap_redirect(urljoin(spec.url, href)) if href else ""
+        url = result_url(spec, href)
         if not href:
             reason = "no_url"
         elif not is_web_url(url):
@@ -105,6 +106,16 @@ def extract(spec: EngineSpec, doc: lxml.html.HtmlElement, page_number: int) -> E
         next_request=next_page_form(spec, doc, page_number) if spec.next_page == "form" else None,
         dropped=dropped,
     )
+
+
+def result_url(spec: EngineSpec, href: str) -> str:
+    """The absolute target of a result link, unwrapped from the engine's redirect; '' if none."""
+    if not href:
+        return ""
+    try:
+        return unwrap_redirect(urljoin(spec.url, href))
+    except ValueError:  # an unbalanced IPv6 bracket: no URL at all
+        return ""
 
 
 def shown_page(spec: EngineSpec, doc: lxml.html.HtmlElement) -> int | None:

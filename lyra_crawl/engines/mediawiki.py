@@ -6,12 +6,13 @@ Responses of `generator=search` (pages keyed by `index`) are read too: some clie
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import lxml.html
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, load_json
+from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
 from lyra_crawl.engines.request import expected_host
 
 
@@ -24,12 +25,11 @@ def _text(fragment: str) -> str:
     )
 
 
-def _api_document(body: bytes) -> tuple[dict, str]:
+def _api_document(body: bytes) -> tuple[dict[str, Any], str]:
     """The decoded answer, and the API's error message ('' when there is none)."""
-    try:
-        doc = load_json(body)
-    except ValueError as exc:
-        return {}, str(exc)
+    doc, problem = json_object(body)
+    if problem:
+        return doc, problem
     error = doc.get("error")
     return doc, f"{error.get('code')}: {error.get('info')}" if isinstance(error, dict) else ""
 
@@ -45,34 +45,38 @@ def wikipedia(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extr
     if "search" in query:
         rows = query["search"]
     else:
-        rows = sorted(query.get("pages") or (), key=lambda page: page.get("index", 0))
-    results = []
-    for row in rows:
+        pages = [page for page in query.get("pages") or () if isinstance(page, dict)]
+        rows = sorted(pages, key=lambda page: page.get("index", 0))
+
+    def article(row: dict[str, Any]) -> SerpResult | None:
         title = row.get("title") or ""
         if not title:
-            continue
+            return None
         description = (row.get("terms") or {}).get("description") or [""]
-        results.append(
-            SerpResult(
-                url=f"https://{host}/wiki/{quote(title.replace(' ', '_'), safe='/:()')}",
-                title=title,
-                snippet=_text(row.get("snippet") or "") or description[0],
-                date=row.get("timestamp"),
-            )
+        return SerpResult(
+            url=f"https://{host}/wiki/{quote(title.replace(' ', '_'), safe='/:()')}",
+            title=title,
+            snippet=_text(row.get("snippet") or "") or description[0],
+            date=row.get("timestamp"),
         )
-    return Extracted(results=tuple(results))
+
+    results, dropped = record_results(rows, article)
+    return Extracted(results=results, dropped=dropped)
 
 
 def wikidata(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
     doc, error = _api_document(body)
     if error:
         return Extracted(error=error)
-    results = []
-    for row in doc.get("search") or ():
-        link = row.get("url") or row.get("concepturi") or ""
-        if link.startswith("//"):
-            link = "https:" + link
-        title = row.get("label") or row.get("id") or ""
-        if link and title:
-            results.append(SerpResult(url=link, title=title, snippet=row.get("description", "")))
-    return Extracted(results=tuple(results))
+    results, dropped = record_results(doc.get("search"), _entity)
+    return Extracted(results=results, dropped=dropped)
+
+
+def _entity(row: dict[str, Any]) -> SerpResult | None:
+    link = row.get("url") or row.get("concepturi") or ""
+    if link.startswith("//"):
+        link = "https:" + link
+    title = row.get("label") or row.get("id") or ""
+    if not (link and title):
+        return None
+    return SerpResult(url=link, title=title, snippet=row.get("description", ""))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, json_object, paper_results
+from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
 from lyra_crawl.identifiers import arxiv_id_from_doi, normalize_doi, normalize_pmid
 
 WORK_ID_PREFIX = "https://openalex.org/"
@@ -33,9 +33,9 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
     if "results" not in doc:
         if not str(doc.get("id", "")).startswith(WORK_ID_PREFIX + "W"):
             return Extracted(error="expected a works list or a single work")
-        results, dropped = paper_results([doc], _result)
+        results, dropped = record_results([doc], _result)
         return Extracted(results=results, dropped=dropped)
-    results, dropped = paper_results(doc["results"] or [], _result)
+    results, dropped = record_results(doc["results"] or [], _result)
     shown = (doc.get("meta") or {}).get("page")
     return Extracted(
         results=results, shown_page=shown if isinstance(shown, int) else None, dropped=dropped

@@ -3,11 +3,13 @@
 HTML engines are read by their XPath rules (html.py); API engines by the module their spec's
 `parser` names. Either way the outcome is decided here, in one order: block markers, HTTP
 errors, error documents, a page number other than the one asked for, then results or empty.
+Every result is vetted here too, whatever family found it: one that is no web URL, has no
+title, or whose URL or title is too long to be real is dropped and counted by reason.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines import (
@@ -20,9 +22,10 @@ from lyra_crawl.engines import (
     qwant,
     semantic_scholar,
 )
-from lyra_crawl.engines.base import Extracted, Outcome, ParseResult
+from lyra_crawl.engines.base import Extracted, Outcome, ParseResult, SerpResult
 from lyra_crawl.engines.blocks import detect_block
 from lyra_crawl.engines.request import ensure_engine_host
+from lyra_crawl.urls import is_web_url
 
 Extractor = Callable[[EngineSpec, bytes, int, str], Extracted]
 # One entry per name in config.PARSER_HOOKS (tests/test_conformance.py checks they agree).
@@ -36,6 +39,12 @@ HOOKS: dict[str, Extractor] = {
     "openalex": openalex.extract,
     "crossref": crossref.extract,
 }
+# Beyond these a title or URL is junk, not a result (the longest real ones are a few hundred).
+MAX_TITLE_CHARS = 1_000
+MAX_URL_CHARS = 8_192
+# What a hook meets when a document has another shape than the one it reads (a list where an
+# object was due, a number for a string): the page is an error, never a crash.
+SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError, ValueError)
 
 
 def parse_page(
@@ -54,7 +63,11 @@ def parse_page(
             return ParseResult(outcome=Outcome.EMPTY, detail="empty body")
         found = html.extract(spec, doc, page_number)
     else:
-        found = HOOKS[spec.parser or ""](spec, body, page_number, url)
+        try:
+            found = HOOKS[spec.parser or ""](spec, body, page_number, url)
+        except SHAPE_ERRORS as exc:
+            detail = f"{spec.name} answered in a shape its parser does not read ({exc!r:.200})"
+            return ParseResult(outcome=Outcome.ERROR, detail=detail)
         if status >= 400:
             # An API's error document says more than its status; results never count.
             detail = f"HTTP {status}: {found.error}" if found.error else f"HTTP {status}"
@@ -76,17 +89,48 @@ def _judge(spec: EngineSpec, found: Extracted, page_number: int) -> ParseResult:
     for request in (found.next_request, found.follow_up):
         if request is not None:
             ensure_engine_host(spec, request.url)
-    if not found.results:
-        return ParseResult(
-            outcome=Outcome.EMPTY, detail="no results on page", dropped=found.dropped
-        )
+    # Results awaiting a follow-up (PubMed's ids) get their titles from it.
+    results, dropped = vet_results(found.results, titled=found.follow_up is None)
+    for reason, count in found.dropped.items():
+        dropped[reason] = dropped.get(reason, 0) + count
+    if not results:
+        return ParseResult(outcome=Outcome.EMPTY, detail="no results on page", dropped=dropped)
     return ParseResult(
         outcome=Outcome.OK,
-        results=found.results,
+        results=results,
         next_request=found.next_request,
         follow_up=found.follow_up,
-        dropped=found.dropped,
+        dropped=dropped,
     )
+
+
+def vet_results(
+    results: Sequence[SerpResult], *, titled: bool = True
+) -> tuple[tuple[SerpResult, ...], dict[str, int]]:
+    """The results worth storing, and how many of the others were dropped for which reason."""
+    kept = []
+    dropped: dict[str, int] = {}
+    for found in results:
+        reason = _unfit(found, titled)
+        if reason:
+            dropped[reason] = dropped.get(reason, 0) + 1
+        else:
+            kept.append(found)
+    return tuple(kept), dropped
+
+
+def _unfit(found: SerpResult, titled: bool) -> str:
+    """Why `found` is no result ('' when it is one)."""
+    if not isinstance(found.url, str) or not is_web_url(found.url):
+        return "not_http"
+    if not isinstance(found.title, str) or (titled and not found.title.strip()):
+        return "no_title"
+    # Before the URL's length: some sources build the URL from the title (Wikipedia).
+    if len(found.title) > MAX_TITLE_CHARS:
+        return "title_too_long"
+    if len(found.url) > MAX_URL_CHARS:
+        return "url_too_long"
+    return ""
 
 
 def parse_token_page(

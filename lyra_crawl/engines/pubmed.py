@@ -7,10 +7,19 @@ two apart by their bodies, so the spider treats both as one page.
 
 from __future__ import annotations
 
+from typing import Any
+
 from lxml import etree
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, leading_year, load_json
+from lyra_crawl.engines.base import (
+    Extracted,
+    SerpResult,
+    json_object,
+    leading_year,
+    record_results,
+    whole_number,
+)
 from lyra_crawl.engines.request import build_follow_up
 from lyra_crawl.identifiers import normalize_doi
 
@@ -39,8 +48,8 @@ def _search(spec: EngineSpec, body: bytes) -> Extracted:
     if error:
         return Extracted(error=f"esearch error: {error}")
     ids = [text.strip() for text in root.xpath("IdList/Id/text()") if text.strip()]
-    start = (root.findtext("RetStart") or "").strip()
-    shown = int(start) // spec.results_per_page + 1 if start.isdigit() else None
+    start = whole_number(root.findtext("RetStart"))
+    shown = start // spec.results_per_page + 1 if start is not None else None
     return Extracted(
         results=tuple(SerpResult(url=article_url(pmid), title="", pmid=pmid) for pmid in ids),
         shown_page=shown,
@@ -50,37 +59,42 @@ def _search(spec: EngineSpec, body: bytes) -> Extracted:
 
 def _summaries(body: bytes) -> Extracted:
     """An esummary answer: one complete result per id, in the order esearch gave them."""
-    try:
-        doc = load_json(body)
-    except ValueError as exc:
-        return Extracted(error=str(exc))
+    doc, problem = json_object(body)
+    if problem:
+        return Extracted(error=problem)
     if "error" in doc:
         return Extracted(error=f"esummary error: {doc['error']}")
     summaries = doc.get("result") or {}
-    results = []
-    for pmid in summaries.get("uids") or ():
-        record = summaries.get(pmid) or {}
-        ids = {a.get("idtype"): a.get("value") for a in record.get("articleids") or ()}
-        title = " ".join((record.get("title") or "").split())
-        if not title:
-            continue
-        venue = record.get("fulljournalname") or record.get("source") or ""
-        results.append(
-            SerpResult(
-                url=article_url(pmid),
-                title=title,
-                snippet=venue,
-                date=record.get("pubdate") or None,
-                doi=normalize_doi(ids.get("doi")),
-                pmid=pmid,
-                authors=tuple(
-                    author["name"]
-                    for author in record.get("authors") or ()
-                    if author.get("name") and author.get("authtype", "Author") == "Author"
-                ),
-                year=leading_year(record.get("pubdate")),
-                venue=venue or None,
-                source_id=pmid,
-            )
-        )
-    return Extracted(results=tuple(results))
+    uids = summaries.get("uids")
+    records = (
+        [{**(summaries.get(pmid) or {}), "uid": pmid} for pmid in uids if isinstance(pmid, str)]
+        if isinstance(uids, list)
+        else []
+    )
+    results, dropped = record_results(records, _summary)
+    return Extracted(results=results, dropped=dropped)
+
+
+def _summary(record: dict[str, Any]) -> SerpResult | None:
+    pmid = record["uid"]
+    ids = {a.get("idtype"): a.get("value") for a in record.get("articleids") or ()}
+    title = " ".join((record.get("title") or "").split())
+    if not title:
+        return None
+    venue = record.get("fulljournalname") or record.get("source") or ""
+    return SerpResult(
+        url=article_url(pmid),
+        title=title,
+        snippet=venue,
+        date=record.get("pubdate") or None,
+        doi=normalize_doi(ids.get("doi")),
+        pmid=pmid,
+        authors=tuple(
+            author["name"]
+            for author in record.get("authors") or ()
+            if author.get("name") and author.get("authtype", "Author") == "Author"
+        ),
+        year=leading_year(record.get("pubdate")),
+        venue=venue or None,
+        source_id=pmid,
+    )

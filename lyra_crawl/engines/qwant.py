@@ -7,17 +7,18 @@ CAPTCHA (seen 2026-04).
 
 from __future__ import annotations
 
+from typing import Any
+
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, Outcome, SerpResult, load_json
+from lyra_crawl.engines.base import Extracted, Outcome, SerpResult, json_object, record_results
 
 RATE_LIMIT_CODE = 24
 
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    try:
-        doc = load_json(body)
-    except ValueError as exc:
-        return Extracted(error=str(exc))
+    doc, problem = json_object(body)
+    if problem:
+        return Extracted(error=problem)
     data = doc.get("data") or {}
     if doc.get("status") != "success":
         if (data.get("error_data") or {}).get("captchaUrl"):
@@ -27,11 +28,17 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
             return Extracted(block=Outcome.RATE_LIMITED, error=f"error_code {code}")
         return Extracted(error=f"Qwant error_code {code}")
     groups = ((data.get("result") or {}).get("items") or {}).get("mainline") or []
-    results = tuple(
-        SerpResult(url=item["url"], title=item["title"], snippet=item.get("desc") or "")
+    items = [
+        item
         for group in groups
-        if group.get("type") == "web"
+        if isinstance(group, dict) and group.get("type") == "web"
         for item in group.get("items") or ()
-        if item.get("url") and item.get("title")
-    )
-    return Extracted(results=results)
+    ]
+    results, dropped = record_results(items, _result)
+    return Extracted(results=results, dropped=dropped)
+
+
+def _result(item: dict[str, Any]) -> SerpResult | None:
+    if not (item.get("url") and item.get("title")):
+        return None
+    return SerpResult(url=item["url"], title=item["title"], snippet=item.get("desc") or "")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -137,6 +138,22 @@ def build_page_request(
     if spec.method == "POST":
         return PageRequest(url=base, method="POST", formdata=tuple(params), headers=headers)
     return PageRequest(url=url, headers=headers)
+
+
+def with_query(spec: EngineSpec, page: PageRequest, query: str) -> PageRequest:
+    """`page` (an engine's own next-page form) with our query in its query field.
+
+    The form echoes the query through HTML, which cannot carry NUL and turns other control
+    characters into U+FFFD: posted back as is, page N+1 would search for other text.
+    """
+    if page.formdata is None:
+        return page
+    keys = {key: template for key, template in spec.params.items() if "{query}" in template}
+    formdata = tuple(
+        (name, keys[name].replace("{query}", query) if name in keys else value)
+        for name, value in page.formdata
+    )
+    return replace(page, formdata=formdata)
 
 
 def _rendered(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, json_object, paper_results
+from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
 from lyra_crawl.identifiers import normalize_doi
 
 PAPER_URL = "https://www.semanticscholar.org/paper/{paper_id}"
@@ -27,7 +27,7 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
     if "error" in doc:
         return Extracted(error=f"Semantic Scholar error: {doc['error']}")
     records = doc.get("data") or []
-    results, dropped = paper_results(records, _result)
+    results, dropped = record_results(records, _result)
     offset = doc.get("offset")
     # An answer without records says offset 0 whatever was asked: only a page of records
     # tells which page it is.

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ import scrapy
 from scrapy.crawler import Crawler
 from scrapy.http import FormRequest, Request, Response
 from scrapy.settings import BaseSettings
+from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
 from lyra_crawl.arguments import (
@@ -51,6 +53,7 @@ from lyra_crawl.engines.request import (
     ensure_engine_host,
     redact_secrets,
     secrets_from_settings,
+    with_query,
 )
 from lyra_crawl.items import PaperItem, SerpItem
 from lyra_crawl.middlewares.base import RequestRefused
@@ -61,10 +64,12 @@ from lyra_crawl.query import normalize_query
 from lyra_crawl.relevance import RelevanceConfig
 from lyra_crawl.routing import engine_url, route_to_simulator
 from lyra_crawl.selection import SelectionDecision, choose_engine
-from lyra_crawl.storage import PageRecord, QueryRecord, Storage, open_storage
+from lyra_crawl.storage import PageRecord, QueryRecord, Storage, StorageError, open_storage
 
 logger = logging.getLogger(__name__)
 
+# The close reason of a crawl whose storage refused a write; `scrapy crawl` exits 1 on it.
+STORAGE_ERROR = "storage_error"
 HANDLED_STATUSES = [400, 401, 403, 404, 408, 410, 429, 500, 502, 503, 504, 522, 524]
 
 
@@ -78,7 +83,14 @@ class SerpSpider(scrapy.Spider):
         self.config = config
         self.arguments = arguments
         self.storage = storage
-        self.pages = PageLedger(storage.store_page)
+        self.pages = PageLedger(self._store_page)
+        self.storage_failure: StorageError | None = None
+        # Filled when resuming an interrupted crawl: where each source goes on, and what its
+        # stored pages already hold.
+        self.start_pages: dict[str, int] = {}
+        # DedupePipeline's keys of the stored items: normalized URL, and doi:DOI.
+        self.stored_keys: set[str] = set()
+        self.stored_ranks: dict[str, int] = {}
         self.query_id: int | None = None
         self.engine_name: str | None = None
         self.stop_reasons: dict[str, str] = {}
@@ -129,10 +141,12 @@ class SerpSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         args = self.arguments
+        normalized = normalize_query(args.query)
+        resumed = self._interrupted_crawl(normalized) if args.resume else None
         engine = None
         selection: dict[str, Any] = {"reason": "no SERP engine in sources"}
         if SERP_SOURCE in args.sources:
-            decision = self._choose_engine()
+            decision = self._choose_engine() if resumed is None else self._resumed_engine(resumed)
             logger.info("engine choice: %s", decision.as_dict())
             engine, selection = decision.engine, decision.as_dict()
             if engine is None:
@@ -156,25 +170,14 @@ class SerpSpider(scrapy.Spider):
             source: self.pagination.last_page(args.serp_page, self.page_cap(source))
             for source in sources
         }
-        normalized = normalize_query(args.query)
         self.cache_key = cache_key(normalized, sources, args.time_range, args.serp_max_pages)
-        self.query_id = self.storage.start_query(
-            QueryRecord(
-                query_text=args.query,
-                normalized_query=normalized,
-                engine=sources[0],
-                sources=",".join(args.sources),
-                serp_page=args.serp_page,
-                serp_max_pages=args.serp_max_pages,
-                strategy=args.strategy,
-                time_range=args.time_range,
-                region=args.region,
-                task_id=args.task_id,
-                job_id=args.job_id,
-                selection=selection,
+        if resumed is None:
+            self.query_id = self.storage.start_query(
+                self._query_record(normalized, sources[0], selection)
             )
-        )
-        cached = self._cached_query()
+        elif not self._resume(resumed["id"], sources):
+            return
+        cached = None if resumed else self._cached_query()
         if cached is not None:
             for output in self._replay(cached):
                 yield output
@@ -204,13 +207,103 @@ class SerpSpider(scrapy.Spider):
             token_page = PageRequest(url=spec.token_page)
             yield self._request(spec, token_page, args.serp_page, callback=self.parse_token_page)
             return
+        start = self.start_pages.get(spec.name, args.serp_page)
+        if start > self.last_pages[spec.name]:
+            return  # a resumed source that had stored all its pages
         try:
-            page = self._page_request(spec, args.serp_page)
+            page = self._page_request(spec, start)
         except QueryError as exc:
             logger.error("%s", exc)
             self.record_stop(spec.name, "max_pages", str(exc))
             return
-        yield self._request(spec, page, args.serp_page)
+        yield self._request(spec, page, start)
+
+    def _query_record(
+        self, normalized: str, engine: str, selection: dict[str, Any] | None = None
+    ) -> QueryRecord:
+        args = self.arguments
+        return QueryRecord(
+            query_text=args.query,
+            normalized_query=normalized,
+            engine=engine,
+            sources=",".join(args.sources),
+            serp_page=args.serp_page,
+            serp_max_pages=args.serp_max_pages,
+            strategy=args.strategy,
+            time_range=args.time_range,
+            region=args.region,
+            task_id=args.task_id,
+            job_id=args.job_id,
+            selection=selection,
+        )
+
+    # -- resume (-a resume=true) ---------------------------------------------------------
+    # The interrupted queries row is reopened, not copied: each source's pages 1..k stay where
+    # they are and it goes on at page k+1, so every page is stored once under one query id.
+
+    def _interrupted_crawl(self, normalized: str) -> sqlite3.Row | None:
+        """The latest interrupted crawl of this query with these arguments, if any."""
+        engine = self.arguments.engine
+        row = self.storage.interrupted_query(
+            self._query_record(normalized, engine or ""), any_engine=engine is None
+        )
+        if row is None:
+            logger.info("resume=true: no interrupted crawl of %r, starting afresh", normalized)
+        return row
+
+    def _resumed_engine(self, resumed: sqlite3.Row) -> SelectionDecision:
+        """The interrupted crawl's engine: pagination never switches engine."""
+        return SelectionDecision(
+            resumed["engine"], False, "resumed", None, self.config.lastmile.threshold
+        )
+
+    def _resume(self, query_id: int, sources: list[str]) -> bool:
+        """Reopen `query_id`, each source after its last stored page; False when it cannot be."""
+        stored = {(row["source"], row["page_number"]) for row in self.storage.pages(query_id)}
+        for source in sources:
+            following = self.first_page
+            while (source, following) in stored:
+                following += 1
+            if self.config.engine(source).next_page == "form" and following > self.first_page:
+                # Page N+1 needs the token of page N's response, which was never stored.
+                logger.error(
+                    "query %d cannot resume at page %d: engine %s hands a token from page to "
+                    "page; run again without resume=true to crawl it from page %d",
+                    query_id,
+                    following,
+                    source,
+                    self.first_page,
+                )
+                return False
+            self.start_pages[source] = following
+        self.storage.reopen_query(query_id)
+        self.query_id = query_id
+        for item in self.storage.items(query_id):
+            self.stored_keys.add(item["normalized_url"])
+            if item["doi"]:
+                self.stored_keys.add(f"doi:{item['doi']}")
+            source = item["source"]
+            self.stored_ranks[source] = max(self.stored_ranks.get(source, 0), item["rank"])
+        logger.info("query %d resumed at pages %s", query_id, self.start_pages)
+        return True
+
+    # -- storage failure -----------------------------------------------------------------
+
+    def _store_page(self, page: PageRecord, items: list[dict[str, Any]]) -> None:
+        """Store one whole page; on a write failure say so once and close the crawl."""
+        if self.storage_failure is not None:
+            return  # closing: nothing more can be written
+        try:
+            self.storage.store_page(page, items)
+        except StorageError as exc:
+            self.storage_failure = exc
+            logger.error(
+                "%s; stopping the crawl: pages before %s page %d are stored complete",
+                exc,
+                page.source,
+                page.page_number,
+            )
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORAGE_ERROR))
 
     def _page_request(
         self, spec: EngineSpec, page_number: int, tokens: dict[str, str] | None = None
@@ -483,7 +576,7 @@ class SerpSpider(scrapy.Spider):
                 detail = f"page {page_number} has no next-page form"
                 self.record_stop(spec.name, "empty_page", detail)
                 return None
-            page = result.next_request
+            page = with_query(spec, result.next_request, self.arguments.query)
         else:
             page = self._page_request(spec, following)
         ensure_engine_host(spec, page.url, self.arguments.region)
@@ -534,6 +627,11 @@ class SerpSpider(scrapy.Spider):
 
     def closed(self, reason: str) -> None:
         self.pages.flush_all()
+        if self.storage_failure is not None:
+            # Nothing can be written: the row stays `running` until the next open of the
+            # database finds this process gone and marks it interrupted.
+            self.storage.close()
+            return
         for stop_reason in self.stop_reasons.values():
             self.crawler.stats.inc_value(f"lyra/stop_reason/{stop_reason}")
         if self.query_id is not None:

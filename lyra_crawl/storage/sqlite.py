@@ -13,7 +13,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -120,6 +120,7 @@ class Storage:
             self._conn.execute("PRAGMA synchronous = NORMAL")
             self._conn.execute("PRAGMA foreign_keys = ON")
             self._apply_schema()
+            self._mark_dead_crawls_interrupted()
         except (OSError, sqlite3.Error) as exc:
             raise StorageError(
                 f"cannot open database {path} ({exc}): check that the folder is writable "
@@ -140,26 +141,75 @@ class Storage:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE … COMMIT, rolled back on any error."""
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any error.
+
+        A write SQLite refuses (disk full, read-only file or folder) is a StorageError naming
+        the path and the fix; a constraint failure stays an sqlite3.IntegrityError.
+        """
         try:
             self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise StorageError(f"cannot write to {self.path} ({exc})") from exc
-        try:
             yield self._conn
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        try:
             self._conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except BaseException as exc:
+            if self._conn.in_transaction:
+                self._rollback()
+            if isinstance(exc, sqlite3.Error) and not isinstance(exc, sqlite3.IntegrityError):
+                raise StorageError(
+                    f"cannot write to {self.path} ({exc}): check free disk space and that the "
+                    "file and its folder are writable, or set LYRA_DB_PATH to another file"
+                ) from exc
+            raise
+
+    def _rollback(self) -> None:
+        # A full disk can refuse even the rollback; SQLite then rolls back on the next open.
+        with suppress(sqlite3.Error):
             self._conn.execute("ROLLBACK")
-            raise StorageError(
-                f"cannot write to {self.path} ({exc}): check free disk space and permissions"
-            ) from exc
 
     def close(self) -> None:
         self._conn.close()
+
+    # -- interrupted crawls: found on open, resumed with -a resume=true ---------------------
+
+    def _mark_dead_crawls_interrupted(self) -> None:
+        """Mark `running` queries whose process is gone (killed, crashed) as interrupted."""
+        rows = self._conn.execute(
+            "SELECT id, pid FROM queries WHERE status = 'running' AND pid IS NOT NULL"
+        ).fetchall()
+        dead = [row["id"] for row in rows if not _process_alive(row["pid"])]
+        if dead:
+            with self.transaction() as conn:
+                conn.executemany(
+                    "UPDATE queries SET status = 'interrupted', finished_at = ?"
+                    " WHERE id = ? AND status = 'running'",
+                    [(utc_now(), query_id) for query_id in dead],
+                )
+
+    def interrupted_query(self, record: QueryRecord, any_engine: bool) -> sqlite3.Row | None:
+        """The latest interrupted crawl of the same query, pages and options as `record`."""
+        return self._conn.execute(
+            "SELECT * FROM queries WHERE status = 'interrupted' AND normalized_query = ?"
+            " AND (? OR engine = ?) AND sources = ? AND serp_page = ? AND serp_max_pages = ?"
+            " AND strategy = ? AND time_range IS ? AND region IS ? ORDER BY id DESC LIMIT 1",
+            (
+                record.normalized_query,
+                any_engine,
+                record.engine,
+                record.sources,
+                record.serp_page,
+                record.serp_max_pages,
+                record.strategy,
+                record.time_range,
+                record.region,
+            ),
+        ).fetchone()
+
+    def reopen_query(self, query_id: int) -> None:
+        """Make an interrupted query this process's running crawl again."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE queries SET status = 'running', pid = ?, finished_at = NULL WHERE id = ?",
+                (os.getpid(), query_id),
+            )
 
     # -- queries -------------------------------------------------------------------------
 
@@ -617,6 +667,16 @@ def open_storage(
     path: str | os.PathLike[str], busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
 ) -> Storage:
     return Storage(Path(path), busy_timeout_s)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str, str]]:

@@ -1,0 +1,127 @@
+"""Kill and resume: SIGKILL mid-crawl leaves whole pages, and `-a resume=true` finishes the rest.
+
+The simulator holds page 5 back for a while, so the kill lands after page 4 is stored. The next
+open of the database finds the killed crawl's row `running` with a dead pid and marks it
+interrupted; resuming reopens that same row and goes on at page 5.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from lyra_crawl.storage import open_storage
+from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy
+
+QUERY = "kill and resume"
+PAGES = 10
+
+
+def crawl_args(*extra: str) -> list[str]:
+    return [
+        "crawl",
+        "serp",
+        "-a",
+        f"query={QUERY}",
+        "-a",
+        f"serp_max_pages={PAGES}",
+        "-a",
+        "strategy=fixed",
+        "-a",
+        "sources=serp",
+        *extra,
+    ]
+
+
+def stored_pages(db_path: Path) -> int:
+    if not db_path.exists():
+        return 0
+    try:
+        return query_db(db_path, "SELECT COUNT(*) FROM serp_pages")[0][0]
+    except sqlite3.OperationalError:  # the crawl is still creating its tables
+        return 0
+
+
+def kill_after_pages(args: list[str], env: dict[str, str], db_path: Path, pages: int) -> None:
+    """Start `scrapy ARGS`, SIGKILL it once `pages` pages are stored, and reap it."""
+    process = start_scrapy(*args, env=env)
+    deadline = time.monotonic() + 60
+    while stored_pages(db_path) < pages:
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, "the crawl never stored the pages before the kill"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)  # a zombie's pid would still look alive
+    assert process.returncode == -signal.SIGKILL
+
+
+def assert_whole_pages(db_path: Path) -> None:
+    assert query_db(db_path, "PRAGMA integrity_check")[0][0] == "ok"
+    for page in query_db(db_path, "SELECT query_id, page_number, items_stored FROM serp_pages"):
+        items = query_db(
+            db_path,
+            "SELECT COUNT(*) FROM serp_items WHERE query_id = ? AND page_number = ?",
+            (page["query_id"], page["page_number"]),
+        )[0][0]
+        assert items == page["items_stored"], dict(page)
+    orphans = query_db(
+        db_path,
+        "SELECT COUNT(*) FROM serp_items i WHERE NOT EXISTS (SELECT 1 FROM serp_pages p"
+        " WHERE p.query_id = i.query_id AND p.page_number = i.page_number)",
+    )[0][0]
+    assert orphans == 0, "items of a page whose page row was never written"
+
+
+@pytest.mark.e2e
+def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_simulator, db_path):
+    simulator = start_simulator("--slow-at", "mojeek:5:8000")
+    env = scrapy_env(simulator, db_path)
+
+    kill_after_pages(crawl_args("-a", "engine=mojeek"), env, db_path, pages=4)
+
+    assert_whole_pages(db_path)
+    pages = query_db(db_path, "SELECT page_number FROM serp_pages ORDER BY 1")
+    assert [row[0] for row in pages] == [1, 2, 3, 4]
+    assert query_db(db_path, "SELECT status FROM queries")[0][0] == "running"
+    open_storage(db_path).close()  # what every next start does first
+    assert query_db(db_path, "SELECT status FROM queries")[0][0] == "interrupted"
+
+    # No engine given: the interrupted crawl's own engine is used (and no browser loaded for
+    # the engines it might have chosen).
+    result = run_scrapy(
+        *crawl_args("-a", "resume=true"), env={**env, "LYRA_BROWSER_ENABLED": "false"}
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "resumed at pages {'mojeek': 5}" in result.stderr
+    assert_whole_pages(db_path)
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "finished" and query["engine"] == "mojeek"
+    pages = query_db(db_path, "SELECT page_number FROM serp_pages ORDER BY 1")
+    assert [row[0] for row in pages] == list(range(1, PAGES + 1))
+    assert query["pages_fetched"] == PAGES
+    asked = [entry["params"].get("s", "1") for entry in simulator.requests("mojeek")]
+    assert len(asked) == PAGES + 1  # page 5 twice: once killed while waiting, once resumed
+    items = query_db(db_path, "SELECT rank, normalized_url FROM serp_items ORDER BY rank")
+    assert [row[0] for row in items] == list(range(1, len(items) + 1))
+    assert len({row[1] for row in items}) == len(items) == query["items"]
+
+
+@pytest.mark.e2e
+def test_a_token_engine_refuses_to_resume_mid_crawl(start_simulator, db_path):
+    simulator = start_simulator("--slow-at", "duckduckgo:3:8000")
+    env = scrapy_env(simulator, db_path)
+    kill_after_pages(crawl_args("-a", "engine=duckduckgo"), env, db_path, pages=2)
+    before = len(simulator.requests())
+
+    result = run_scrapy(*crawl_args("-a", "engine=duckduckgo", "-a", "resume=true"), env=env)
+
+    assert "cannot resume at page 3: engine duckduckgo hands a token" in result.stderr
+    assert len(simulator.requests()) == before
+    (query,) = query_db(db_path, "SELECT status FROM queries")
+    assert query["status"] == "interrupted"
+    assert_whole_pages(db_path)
