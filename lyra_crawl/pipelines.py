@@ -10,6 +10,7 @@ what makes that paper `both` and gives it its metadata.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -89,16 +90,24 @@ class CanonicalPipeline(_Pipeline):
         if spider.cache_hit:
             spider.storage.copy_paper_links(spider.cached_from, spider.query_id)
             return
-        if spider.query_id is None or not self.record_urls:
+        # A resumed crawl's items stored before the interruption join the merge, ahead of
+        # this run's in each source's order.
+        earlier = spider.resumed_items
+        for row in earlier:
+            self.index.add(stored_record(row, spider.config.engine(row["source"]).scholarly))
+        sources = self.record_sources + [row["source"] for row in earlier]
+        urls = self.record_urls + [row["normalized_url"] for row in earlier]
+        if spider.query_id is None or not urls:
             return
-        keys = [self.index.key_of(i) for i in range(len(self.record_urls))]
+        keys = [self.index.key_of(i) for i in range(len(urls))]
+        now = len(self.record_urls)
         rankings: dict[str, list[int]] = {}
-        for source, key in zip(self.record_sources, keys, strict=True):
-            rankings.setdefault(source, []).append(key)
+        for i in [*range(now, len(urls)), *range(now)]:
+            rankings.setdefault(sources[i], []).append(keys[i])
         fused = reciprocal_rank_fusion(rankings)
-        fused_by_url = {url: fused[key] for url, key in zip(self.record_urls, keys, strict=True)}
+        fused_by_url = {url: fused[key] for url, key in zip(urls, keys, strict=True)}
         urls_by_key: dict[int, list[str]] = {}
-        for url, key in zip(self.record_urls, keys, strict=True):
+        for url, key in zip(urls, keys, strict=True):
             urls_by_key.setdefault(key, []).append(url)
         papers = [
             (stored_paper(paper), urls_by_key[paper.key])
@@ -183,6 +192,19 @@ def paper_record(item: SerpItem) -> PaperRecord:
         arxiv_id=item.arxiv_id,
         pmid=item.pmid,
         source_id=paper.source_id if paper else None,
+    )
+
+
+def stored_record(row: Mapping[str, Any], scholarly: bool) -> PaperRecord:
+    """The merge's view of an item stored by an earlier run of a resumed crawl."""
+    return PaperRecord(
+        source=row["source"],
+        title=row["title"],
+        kind="api" if scholarly else "serp",
+        url=row["url"],
+        doi=row["doi"],
+        arxiv_id=row["arxiv_id"],
+        pmid=row["pmid"],
     )
 
 

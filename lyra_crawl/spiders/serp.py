@@ -90,6 +90,7 @@ class SerpSpider(scrapy.Spider):
         self.start_pages: dict[str, int] = {}
         # DedupePipeline's keys of the stored items: normalized URL, and doi:DOI.
         self.stored_keys: set[str] = set()
+        self.resumed_items: list[sqlite3.Row] = []
         self.stored_ranks: dict[str, int] = {}
         self.query_id: int | None = None
         self.engine_name: str | None = None
@@ -278,7 +279,8 @@ class SerpSpider(scrapy.Spider):
             self.start_pages[source] = following
         self.storage.reopen_query(query_id)
         self.query_id = query_id
-        for item in self.storage.items(query_id):
+        self.resumed_items = self.storage.items(query_id)
+        for item in self.resumed_items:
             self.stored_keys.add(item["normalized_url"])
             if item["doi"]:
                 self.stored_keys.add(f"doi:{item['doi']}")

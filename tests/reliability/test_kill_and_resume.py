@@ -109,6 +109,12 @@ def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_sim
     items = query_db(db_path, "SELECT rank, normalized_url FROM serp_items ORDER BY rank")
     assert [row[0] for row in items] == list(range(1, len(items) + 1))
     assert len({row[1] for row in items}) == len(items) == query["items"]
+    # The merge covers the pages stored before the kill too: every item has a fused rank, and
+    # the DOI results of page 1 (every fifth simulated result has one) are linked to papers.
+    ranks = query_db(db_path, "SELECT fused_rank FROM serp_items")
+    assert all(row[0] for row in ranks)
+    linked = query_db(db_path, "SELECT page_number FROM serp_items WHERE paper_id IS NOT NULL")
+    assert 1 in {row[0] for row in linked}
 
 
 @pytest.mark.e2e
