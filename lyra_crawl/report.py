@@ -79,6 +79,10 @@ def query_report(storage: Storage, query_id: int) -> QueryReport | None:
     if row is None:
         return None
     counts = storage.attribution_counts(query_id)
+    pages = [
+        PageFigures(**{name: page[name] for name in PAGE_COLUMNS})
+        for page in storage.pages(query_id)
+    ]
     return QueryReport(
         query_id=row["id"],
         query_text=row["query_text"],
@@ -88,15 +92,13 @@ def query_report(storage: Storage, query_id: int) -> QueryReport | None:
         sources=row["sources"],
         status=row["status"],
         started_at=row["started_at"],
-        items=row["items"],
+        # Counted from the stored pages: an interrupted crawl never wrote its row's totals.
+        items=sum(page.items_stored for page in pages),
         repeated=storage.repeated_url_count(query_id),
         stop_reasons=json.loads(row["stop_reason"]) if row["stop_reason"] else {},
         harvest_rate=row["harvest_rate"],
         attribution={name: counts.get(name, 0) for name in ATTRIBUTIONS},
-        pages=[
-            PageFigures(**{name: page[name] for name in PAGE_COLUMNS})
-            for page in storage.pages(query_id)
-        ],
+        pages=pages,
     )
 
 

@@ -93,7 +93,7 @@ def _row(report: QueryReport) -> str:
         str(report.query_id),
         escape(report.query_text),
         escape(report.engine),
-        escape(report.sources),
+        escape(report.sources.replace(",", ", ")),
         escape(report.status),
         escape(", ".join(f"{s} {n}" for s, n in sorted(report.pages_per_source.items()))),
         str(report.items),

@@ -10,7 +10,7 @@ import pytest_twisted
 
 from lyra_crawl.config import load_config
 from lyra_crawl.report import query_report, quota_use
-from lyra_crawl.storage import open_storage
+from lyra_crawl.storage import PageRecord, QueryRecord, open_storage
 from tests.conftest import run_crawl, run_scrapy
 
 
@@ -97,3 +97,28 @@ def test_scrapy_report_with_no_matching_query_exits_1(db_path):
 
     assert result.returncode == 1
     assert "error: no query matches" in result.stderr
+
+
+def test_an_interrupted_crawl_is_reported_from_its_stored_pages(tmp_path):
+    """A crawl killed mid-way never wrote its row's totals; the report counts what is stored."""
+    storage = open_storage(tmp_path / "db.sqlite3")
+    query_id = storage.start_query(QueryRecord("q", "q", "mojeek", 1, 3, "auto"))
+    items = [
+        {
+            "query_id": query_id,
+            "source": "mojeek",
+            "engine": "mojeek",
+            "rank": rank,
+            "page_number": 1,
+            "url": f"https://a.example/{rank}",
+            "normalized_url": f"https://a.example/{rank}",
+            "title": "t",
+        }
+        for rank in (1, 2, 3)
+    ]
+    storage.store_page(PageRecord(query_id, "mojeek", 1, "ok", 3), items)
+
+    report = query_report(storage, query_id)
+    storage.close()
+
+    assert (report.status, report.items, report.new, report.repeated) == ("running", 3, 3, 0)
