@@ -64,6 +64,7 @@ from lyra_crawl.query import normalize_query
 from lyra_crawl.relevance import RelevanceConfig
 from lyra_crawl.routing import engine_url, route_to_simulator
 from lyra_crawl.selection import SelectionDecision, choose_engine
+from lyra_crawl.spiders.replay import cached_pages
 from lyra_crawl.storage import PageRecord, QueryRecord, Storage, StorageError, open_storage
 
 logger = logging.getLogger(__name__)
@@ -372,42 +373,9 @@ class SerpSpider(scrapy.Spider):
         cached = self.storage.query(cached_query_id)
         self.stop_reasons.update(json.loads(cached["stop_reason"] or "{}"))
         self.crawler.stats.inc_value("lyra/cache/hit")
-        items = self.storage.items(cached_query_id)
-        for page in self.storage.pages(cached_query_id):
-            page_items = [
-                row
-                for row in items
-                if row["source"] == page["source"] and row["page_number"] == page["page_number"]
-            ]
-            self.pages.open_page(
-                PageRecord(
-                    query_id=self.query_id,
-                    source=page["source"],
-                    page_number=page["page_number"],
-                    outcome=page["outcome"],
-                    results=page["results"],
-                    url=page["url"],
-                    novelty_rate=page["novelty_rate"],
-                    harvest_rate=page["harvest_rate"],
-                ),
-                expected=len(page_items),
-            )
-            for position, row in enumerate(page_items, start=1):
-                yield SerpItem(
-                    query_id=self.query_id,
-                    source=row["source"],
-                    engine=row["engine"],
-                    page_number=row["page_number"],
-                    position=position,
-                    url=row["url"],
-                    title=row["title"],
-                    snippet=row["snippet"] or "",
-                    date=row["date"],
-                    doi=row["doi"],
-                    arxiv_id=row["arxiv_id"],
-                    pmid=row["pmid"],
-                    relevance=row["relevance"],
-                )
+        for page, items in cached_pages(self.storage, cached_query_id, self.query_id):
+            self.pages.open_page(page, expected=len(items))
+            yield from items
 
     def _request(
         self,
