@@ -10,7 +10,7 @@ what makes that paper `both` and gives it its metadata.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from itemadapter import ItemAdapter
@@ -64,23 +64,33 @@ class NormalizePipeline(_Pipeline):
 class CanonicalPipeline(_Pipeline):
     """Merge the crawl's results into canonical papers (lyra_crawl.canonical).
 
-    At close: papers (records from an API, or carrying an identifier) are stored and the items
-    linked to them; every item gets a fused rank across sources (reciprocal rank fusion of each
-    source's order); the query row gets its attribution counts.
+    At close: papers (records from an API, or web results carrying an identifier) are stored and
+    the items linked to them; every item gets a fused rank across sources (reciprocal rank
+    fusion of each source's order); the query row gets its attribution counts.
     """
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.index = CanonicalPaperIndex()
-        self.record_sources: list[str] = []
-        self.record_urls: list[str] = []
+        self.sources: list[str] = []
+        self.urls: list[str] = []
+        # Position of each result's record in the index; None for a web result without an
+        # identifier: with no year or authors it can never merge, so it is its own paper-less
+        # group and costs the index nothing.
+        self.positions: list[int | None] = []
 
     def process_item(self, item: Any) -> Any:
         if isinstance(item, SerpItem) and not self.crawler.spider.cache_hit:
-            self.index.add(paper_record(item))
-            self.record_sources.append(item.source)
-            self.record_urls.append(item.normalized_url)
+            self._add(item.source, item.normalized_url, paper_record(item))
         return item
+
+    def _add(self, source: str, url: str, record: PaperRecord) -> None:
+        mergeable = record.kind == "api" or record.doi or record.arxiv_id or record.pmid
+        self.positions.append(len(self.index) if mergeable else None)
+        if mergeable:
+            self.index.add(record)
+        self.sources.append(source)
+        self.urls.append(url)
 
     def close_spider(self) -> None:
         spider = self.crawler.spider
@@ -92,28 +102,25 @@ class CanonicalPipeline(_Pipeline):
             return
         # A resumed crawl's items stored before the interruption join the merge, ahead of
         # this run's in each source's order.
-        earlier = spider.resumed_items
-        for row in earlier:
-            self.index.add(stored_record(row, spider.config.engine(row["source"]).scholarly))
-        sources = self.record_sources + [row["source"] for row in earlier]
-        urls = self.record_urls + [row["normalized_url"] for row in earlier]
-        if spider.query_id is None or not urls:
+        this_run = len(self.urls)
+        for row in spider.resumed_items:
+            scholarly = spider.config.engine(row["source"]).scholarly
+            self._add(row["source"], row["normalized_url"], stored_record(row, scholarly))
+        if spider.query_id is None or not self.urls:
             return
-        keys = [self.index.key_of(i) for i in range(len(urls))]
-        now = len(self.record_urls)
-        rankings: dict[str, list[int]] = {}
-        for i in [*range(now, len(urls)), *range(now)]:
-            rankings.setdefault(sources[i], []).append(keys[i])
-        fused = reciprocal_rank_fusion(rankings)
-        fused_by_url = {url: fused[key] for url, key in zip(urls, keys, strict=True)}
-        urls_by_key: dict[int, list[str]] = {}
-        for url, key in zip(urls, keys, strict=True):
-            urls_by_key.setdefault(key, []).append(url)
-        papers = [
-            (stored_paper(paper), urls_by_key[paper.key])
-            for paper in self.index.papers()
-            if is_paper(paper)
+        keys: list[Hashable] = [
+            ("url", url) if position is None else self.index.key_of(position)
+            for url, position in zip(self.urls, self.positions, strict=True)
         ]
+        rankings: dict[str, list[Hashable]] = {}
+        for i in [*range(this_run, len(self.urls)), *range(this_run)]:
+            rankings.setdefault(self.sources[i], []).append(keys[i])
+        fused = reciprocal_rank_fusion(rankings)
+        fused_by_url = {url: fused[key] for url, key in zip(self.urls, keys, strict=True)}
+        urls_by_key: dict[Hashable, list[str]] = {}
+        for url, key in zip(self.urls, keys, strict=True):
+            urls_by_key.setdefault(key, []).append(url)
+        papers = [(stored_paper(paper), urls_by_key[paper.key]) for paper in self.index.papers()]
         attribution = {kind: 0 for kind in ("both", "api_only", "serp_only")}
         for paper, _ in papers:
             attribution[paper.attribution] += 1
@@ -206,11 +213,6 @@ def stored_record(row: Mapping[str, Any], scholarly: bool) -> PaperRecord:
         arxiv_id=row["arxiv_id"],
         pmid=row["pmid"],
     )
-
-
-def is_paper(paper: CanonicalPaper) -> bool:
-    """A scholarly record, or a web result that names a paper by an identifier."""
-    return bool(paper.doi or paper.arxiv_id or paper.pmid) or paper.attribution != "serp_only"
 
 
 def stored_paper(paper: CanonicalPaper) -> StoredPaper:
