@@ -77,7 +77,7 @@ def test_two_jobs_at_once_share_one_daily_limit(scrapyd, simulator, tmp_path, li
     db_path = tmp_path / "scrapyd.sqlite3"
     settings = job_settings(simulator, db_path, LYRA_CONFIG_DIR=str(limited_config_dir))
     jobs = [
-        ({"query": query, "engine": "mojeek", "serp_max_pages": "3"}, settings)
+        ({"query": query, "engine": "mojeek", "serp_max_pages": "3", "sources": "serp"}, settings)
         for query in ("permafrost thaw", "ice sheet melt")
     ]
 
