@@ -147,6 +147,11 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
     if engine is not None:
         check_engine(config, engine)
         check_engine_options(config, engine, query, region, time_range, serp_page)
+        if SERP_SOURCE not in sources and engine not in sources:
+            raise ArgumentError(
+                f"engine '{engine}' is given but sources ({','.join(sources)}) has no serp: "
+                f"add serp to sources or leave engine out"
+            )
     elif not usable_engines(config):
         raise ArgumentError("no engine is enabled in engines.yaml: enable one or pass -a engine=")
     harvest_rate = raw.get("harvest_rate")
