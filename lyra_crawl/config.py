@@ -159,6 +159,8 @@ DEFAULT_COOLDOWNS_S: Mapping[str, float] = {
     Outcome.JAVASCRIPT_REQUIRED.value: 3600.0,
     Outcome.GEO_BLOCK.value: 3600.0,
     Outcome.RATE_LIMITED.value: 600.0,
+    # An engine answering with the same page again is throttling quietly: back off as for 429.
+    Outcome.SOFT_BLOCK.value: 600.0,
     "network": 5.0,
 }
 

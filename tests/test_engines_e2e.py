@@ -116,6 +116,7 @@ async def test_a_repeated_page_is_a_soft_block(
     assert_pages_stored(db_path, engine, [1, 2])
     assert page_outcomes(db_path) == [(1, "ok"), (2, "ok"), (3, "soft_block")]
     assert json.loads(the_query(db_path)["stop_reason"]) == {engine: "blocked"}
+    assert_blocked_and_queued(db_path, engine, "soft_block")
 
 
 @pytest_twisted.ensureDeferred
@@ -127,6 +128,15 @@ async def test_google_pages_built_by_javascript_are_a_javascript_wall_over_http(
 
     assert page_outcomes(db_path) == [(1, "javascript_required")]
     assert json.loads(the_query(db_path)["stop_reason"]) == {"google": "blocked"}
+    assert_blocked_and_queued(db_path, "google", "javascript_required")
+
+
+def assert_blocked_and_queued(db_path, engine: str, kind: str) -> None:
+    """Every block outcome, whatever found it, queues an intervention and opens the breaker."""
+    queued = query_db(db_path, "SELECT engine, kind, status FROM intervention_queue")
+    assert [tuple(row) for row in queued] == [(engine, kind, "open")]
+    (health,) = query_db(db_path, "SELECT state FROM engine_health WHERE engine = ?", (engine,))
+    assert health["state"] == "open"
 
 
 @pytest_twisted.ensureDeferred

@@ -16,6 +16,7 @@ from lyra_crawl.breaker import (
     record_success,
 )
 from lyra_crawl.config import ConfigError, LyraConfig, load_config, parse_config
+from lyra_crawl.engines.base import BLOCK_OUTCOMES
 from lyra_crawl.selection import choose_engine
 from tests.conftest import ROOT
 
@@ -145,3 +146,8 @@ def test_network_failures_open_the_breaker_only_after_the_threshold_in_a_row():
     assert record_success(health, trial=False).consecutive_failures == 0
     health = record_failure(health, POLICY, kind="network", now=0.0, trial=False)
     assert (health.state, health.open_until) == (BreakerState.OPEN, 5.0)
+
+
+def test_every_block_outcome_has_a_cool_down():
+    cooldowns = load_config().breaker.cooldown_s
+    assert {outcome.value for outcome in BLOCK_OUTCOMES} <= set(cooldowns)

@@ -133,6 +133,21 @@ def _unfit(found: SerpResult, titled: bool) -> str:
     return ""
 
 
+def parse_fetched(
+    spec: EngineSpec,
+    body: bytes,
+    page_number: int,
+    *,
+    status: int = 200,
+    url: str = "",
+    token_page: bool = False,
+) -> ParseResult:
+    """The one judge of a fetched body: a token page's fields, or a result page's results."""
+    if token_page:
+        return parse_token_page(spec, body, status=status, url=url)
+    return parse_page(spec, body, page_number, status=status, url=url)
+
+
 def parse_token_page(
     spec: EngineSpec, body: bytes, *, status: int = 200, url: str = ""
 ) -> ParseResult:

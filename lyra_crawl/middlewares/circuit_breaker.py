@@ -28,6 +28,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.statscollectors import StatsCollector
 
 from lyra_crawl.breaker import (
     NETWORK,
@@ -109,27 +110,44 @@ class CircuitBreakerMiddleware(EngineMiddleware):
 
     def _failed(self, engine: str, request: Request, kind: str, retry_after: float | None) -> None:
         trial = bool(request.meta.get(TRIAL_META))
-        policy = self.config.breaker
-
-        def change(before: Health) -> tuple[tuple[Health, Health], Health]:
-            after = record_failure(
-                before, policy, kind=kind, now=time.time(), trial=trial, retry_after_s=retry_after
-            )
-            return (before, after), after
-
-        before, after = self.storage.change_engine_health(engine, change)
-        self.count(engine, f"breaker/failure/{kind}")
-        if after.trips > before.trips:
-            self.count(engine, "breaker/trip")
-            logger.warning(
-                "%s: breaker open for %.0f s after %s (trip %d)",
-                engine,
-                (after.open_until or 0.0) - time.time(),
-                kind,
-                after.trips,
-            )
+        stats = self.stats
+        trip_breaker(
+            self.storage, self.config, stats, engine, kind, retry_after=retry_after, trial=trial
+        )
 
     def _end_turn(self, engine: str, request: Request) -> None:
         if self._turn_holders.get(engine) is request:
             del self._turn_holders[engine]
             self._turns[engine].release()
+
+
+def trip_breaker(
+    storage: Storage,
+    config: LyraConfig,
+    stats: StatsCollector,
+    engine: str,
+    kind: str,
+    *,
+    retry_after: float | None = None,
+    trial: bool = False,
+) -> None:
+    """Record a failure of `kind` on `engine`'s breaker, opening it when the policy says so."""
+    policy = config.breaker
+
+    def change(before: Health) -> tuple[tuple[Health, Health], Health]:
+        after = record_failure(
+            before, policy, kind=kind, now=time.time(), trial=trial, retry_after_s=retry_after
+        )
+        return (before, after), after
+
+    before, after = storage.change_engine_health(engine, change)
+    stats.inc_value(f"lyra/{engine}/breaker/failure/{kind}")
+    if after.trips > before.trips:
+        stats.inc_value(f"lyra/{engine}/breaker/trip")
+        logger.warning(
+            "%s: breaker open for %.0f s after %s (trip %d)",
+            engine,
+            (after.open_until or 0.0) - time.time(),
+            kind,
+            after.trips,
+        )

@@ -22,7 +22,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -46,7 +46,7 @@ from lyra_crawl.cache import cache_key
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult, SerpResult
 from lyra_crawl.engines.blocks import repeated_page
-from lyra_crawl.engines.parsing import parse_page, parse_token_page
+from lyra_crawl.engines.parsing import parse_fetched, parse_page
 from lyra_crawl.engines.request import (
     QueryError,
     build_page_request,
@@ -57,6 +57,7 @@ from lyra_crawl.engines.request import (
 )
 from lyra_crawl.items import PaperItem, SerpItem
 from lyra_crawl.middlewares.base import RequestRefused
+from lyra_crawl.middlewares.block_detection import PARSED_META, TOKEN_PAGE_META, record_block
 from lyra_crawl.middlewares.daily_quota import utc_date
 from lyra_crawl.page_ledger import PageLedger
 from lyra_crawl.pagination import PaginationConfig, PaginationStrategy, Strategy
@@ -102,6 +103,7 @@ class SerpSpider(scrapy.Spider):
         self.cached_from: int | None = None
         self.simulator_url: str | None = None
         self.browser_enabled = False
+        self.breaker_enabled = False
         self.cache_hit = False
         self.relevance = RelevanceConfig(threshold=config.pagination.relevance_threshold)
         # URLs of the last page parsed per source, to catch an engine repeating a page.
@@ -132,6 +134,7 @@ class SerpSpider(scrapy.Spider):
         spider.simulator_url = settings.get("LYRA_SIMULATOR_URL") or None
         spider.secrets = secrets_from_settings(settings)
         spider.browser_enabled = settings.getbool("LYRA_BROWSER_ENABLED")
+        spider.breaker_enabled = settings.getbool("LYRA_BREAKER_ENABLED")
         if spider.browser_enabled:
             # Settings are still open here; crawls that render nothing never load Playwright.
             schemes = render_schemes(config, arguments.engine, spider.simulator_url)
@@ -207,7 +210,7 @@ class SerpSpider(scrapy.Spider):
             return
         if spec.token_page:
             token_page = PageRequest(url=spec.token_page)
-            yield self._request(spec, token_page, args.serp_page, callback=self.parse_token_page)
+            yield self._request(spec, token_page, args.serp_page, token_page=True)
             return
         start = self.start_pages.get(spec.name, args.serp_page)
         if start > self.last_pages[spec.name]:
@@ -382,13 +385,15 @@ class SerpSpider(scrapy.Spider):
         spec: EngineSpec,
         page: PageRequest,
         page_number: int,
-        callback: Callable[[Response], Any] | None = None,
+        *,
+        token_page: bool = False,
     ) -> Request:
         url = route_to_simulator(page.url, spec.name, self.simulator_url)
-        callback = callback or self.parse_serp
+        callback = self.parse_token_page if token_page else self.parse_serp
         meta = {
             "lyra_engine": spec.name,
             "lyra_engine_url": page.url,
+            TOKEN_PAGE_META: token_page,
             "lyra_source": spec.name,
             "lyra_page": page_number,
             "lyra_query_id": self.query_id,
@@ -430,8 +435,13 @@ class SerpSpider(scrapy.Spider):
     def parse_token_page(self, response: Response) -> Any:
         """Read the token page's fields and request page 1 with them."""
         spec = self.config.engine(response.meta["lyra_engine"])
-        result = parse_token_page(
-            spec, response.body, status=response.status, url=self._engine_url(response)
+        result = response.meta.pop(PARSED_META, None) or parse_fetched(
+            spec,
+            response.body,
+            self.arguments.serp_page,
+            status=response.status,
+            url=self._engine_url(response),
+            token_page=True,
         )
         self.crawler.stats.inc_value(f"lyra/{spec.name}/token_page/{result.outcome.value}")
         if result.outcome is not Outcome.OK:
@@ -449,13 +459,17 @@ class SerpSpider(scrapy.Spider):
         """
         spec = self.config.engine(response.meta["lyra_engine"])
         page_number = response.meta["lyra_page"]
-        result = parse_page(
+        # Judged once: by BlockDetectionMiddleware when it runs, else here.
+        result = response.meta.pop(PARSED_META, None) or parse_page(
             spec, response.body, page_number, status=response.status, url=self._engine_url(response)
         )
         if result.follow_up is not None:
             # The page is complete only with the follow-up's answer, parsed by this same method.
             return [self._request(spec, result.follow_up, page_number)]
-        result = repeated_page(self.previous_urls.get(spec.name), result)
+        repeated = repeated_page(self.previous_urls.get(spec.name), result)
+        if repeated is not result:
+            self._report_repeat(spec, response, repeated)
+            result = repeated
         self.previous_urls[spec.name] = tuple(found.url for found in result.results)
         self._count(spec.name, result)
         response.meta["lyra_outcome"] = result.outcome.value
@@ -478,6 +492,19 @@ class SerpSpider(scrapy.Spider):
         if next_request is not None:
             outputs.append(next_request)
         return outputs
+
+    def _report_repeat(self, spec: EngineSpec, response: Response, result: ParseResult) -> None:
+        """A repeated page is a block only this spider sees: report it like the others."""
+        if self.breaker_enabled:
+            record_block(
+                self.storage,
+                self.config,
+                self.crawler.stats,
+                spec.name,
+                result,
+                url=self._engine_url(response),
+                query_id=self.query_id,
+            )
 
     def _item(
         self, spec: EngineSpec, page_number: int, position: int, found: SerpResult
