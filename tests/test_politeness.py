@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -26,7 +24,15 @@ from twisted.internet.task import deferLater
 
 from lyra_crawl.config import load_config
 from lyra_crawl.storage import QueryRecord, open_storage
-from tests.conftest import ROOT, Simulator, crawl_settings, query_db, run_crawl
+from tests.conftest import (
+    ROOT,
+    Simulator,
+    crawl_settings,
+    query_db,
+    run_crawl,
+    run_scrapy,
+    start_scrapy,
+)
 
 EditPolicy = Callable[[dict[str, Any]], None]
 
@@ -55,30 +61,13 @@ def crawl_processes(
     """Four `scrapy crawl serp` processes of 3 mojeek pages each, started at once."""
     args = ("-a", "engine=mojeek", "-a", "serp_max_pages=3")
     environment = {
-        **os.environ,
         "LYRA_SIMULATOR_URL": simulator.url,
         "LYRA_DB_PATH": str(db_path),
         "LYRA_CONFIG_DIR": str(config),
         "LYRA_RATE_LIMIT_ENABLED": str(rate_limit).lower(),
     }
     processes = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "scrapy",
-                "crawl",
-                "serp",
-                "-a",
-                f"query=river delta {n}",
-                *args,
-            ],
-            cwd=ROOT,
-            env=environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        start_scrapy("crawl", "serp", "-a", f"query=river delta {n}", *args, env=environment)
         for n in range(4)
     ]
     results = []
@@ -336,14 +325,7 @@ async def test_rollback_switches_limit_an_engine_to_one_page(simulator, db_path,
 
 
 def scrapy_command(*args: str, db_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", *args],
-        cwd=ROOT,
-        env={**os.environ, "LYRA_DB_PATH": str(db_path)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_scrapy(*args, env={"LYRA_DB_PATH": str(db_path)}, timeout=60)
 
 
 @pytest_twisted.ensureDeferred
