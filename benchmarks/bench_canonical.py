@@ -30,7 +30,7 @@ from itertools import accumulate
 
 from rapidfuzz import fuzz, process
 
-from lyra_crawl.canonical import CanonicalPaperIndex, PaperRecord
+from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
 
 SYNTHETIC_SIZES = (10_000, 50_000, 100_000)
 SEED = 20240521

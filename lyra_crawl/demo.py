@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lyra_crawl.report import query_summary
+from lyra_crawl.reports.text import query_summary
 from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.storage import open_storage
 

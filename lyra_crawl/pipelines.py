@@ -18,17 +18,17 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from lyra_crawl.canonical import CanonicalPaper, CanonicalPaperIndex, PaperRecord
-from lyra_crawl.fusion import reciprocal_rank_fusion
-from lyra_crawl.identifiers import (
+from lyra_crawl.engines.urls import is_web_url, normalize_url
+from lyra_crawl.items import PaperItem, SerpItem
+from lyra_crawl.papers.canonical import CanonicalPaper, CanonicalPaperIndex, PaperRecord
+from lyra_crawl.papers.fusion import reciprocal_rank_fusion
+from lyra_crawl.papers.identifiers import (
     identifiers_from,
     normalize_arxiv_id,
     normalize_doi,
     normalize_pmid,
 )
-from lyra_crawl.items import PaperItem, SerpItem
 from lyra_crawl.storage import StoredPaper
-from lyra_crawl.urls import is_web_url, normalize_url
 
 
 class _Pipeline:
@@ -62,7 +62,7 @@ class NormalizePipeline(_Pipeline):
 
 
 class CanonicalPipeline(_Pipeline):
-    """Merge the crawl's results into canonical papers (lyra_crawl.canonical).
+    """Merge the crawl's results into canonical papers (lyra_crawl.papers.canonical).
 
     At close: papers (records from an API, or web results carrying an identifier) are stored and
     the items linked to them; every item gets a fused rank across sources (reciprocal rank

@@ -97,10 +97,10 @@ ITEM_PIPELINES = {
 # -- browser: scrapy-playwright, loaded by SerpSpider only for crawls that may render ---------
 # One context with one page at a time (ADR-0014's TabPool); each page is closed after use.
 PLAYWRIGHT_BROWSER_TYPE = "chromium"
-PLAYWRIGHT_BROWSER_PROVIDER = "lyra_crawl.chromium.ChromiumProvider"
+PLAYWRIGHT_BROWSER_PROVIDER = "lyra_crawl.browser.chromium.ChromiumProvider"
 PLAYWRIGHT_MAX_CONTEXTS = 1
 PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 1
-PLAYWRIGHT_ABORT_REQUEST = "lyra_crawl.chromium.abort_unneeded"
+PLAYWRIGHT_ABORT_REQUEST = "lyra_crawl.browser.chromium.abort_unneeded"
 PLAYWRIGHT_LAUNCH_OPTIONS = {
     "headless": True,
     # Root needs --no-sandbox; the rest stop Chromium's own background traffic (updates, sync,

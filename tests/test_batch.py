@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.batch import BatchError, load_batch, parse_batch
-from lyra_crawl.cache import cache_key
+from lyra_crawl.batch.files import BatchError, load_batch, parse_batch
 from lyra_crawl.config import load_config
+from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.storage import open_storage
 from tests.conftest import ROOT, query_db, run_scrapy
 

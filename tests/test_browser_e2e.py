@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import pytest_twisted
 
-from lyra_crawl.browser import PLAYWRIGHT_HANDLER
-from lyra_crawl.chromium import ChromiumNotFound, chromium_executable
+from lyra_crawl.browser.chromium import ChromiumNotFound, chromium_executable
+from lyra_crawl.browser.render import PLAYWRIGHT_HANDLER
 from lyra_crawl.simulator.config import write_paging_config
 from tests.conftest import run_crawl
 from tests.test_crawl_e2e import assert_pages_stored, the_query

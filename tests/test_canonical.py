@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from lyra_crawl.canonical import (
+from lyra_crawl.papers.canonical import (
     CanonicalPaper,
     CanonicalPaperIndex,
     PaperRecord,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.chromium import ChromiumNotFound, chromium_executable
+from lyra_crawl.browser.chromium import ChromiumNotFound, chromium_executable
 
 
 def program(path: Path, mode: int = 0o755) -> str:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lyra_crawl.identifiers import (
+from lyra_crawl.papers.identifiers import (
     Identifiers,
     arxiv_id_from_doi,
     extract_arxiv_id,

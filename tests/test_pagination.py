@@ -2,7 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lyra_crawl.pagination import (
+from lyra_crawl.paging.relevance import harvest_rate
+from lyra_crawl.paging.stop_rules import (
     EXHAUSTIVE_PAGES_WITHOUT_CAP,
     PageContext,
     PaginationConfig,
@@ -13,7 +14,6 @@ from lyra_crawl.pagination import (
     calculate_novelty_rate,
     max_page,
 )
-from lyra_crawl.relevance import harvest_rate
 
 ALL = [Strategy.FIXED, Strategy.AUTO, Strategy.EXHAUSTIVE]
 

@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from lyra_crawl.arguments import usable_engines
-from lyra_crawl.breaker import (
+from lyra_crawl.config import ConfigError, LyraConfig, load_config, parse_config
+from lyra_crawl.engines.base import BLOCK_OUTCOMES
+from lyra_crawl.politeness.breaker import (
     BreakerState,
     Health,
     admit,
@@ -15,9 +16,8 @@ from lyra_crawl.breaker import (
     record_failure,
     record_success,
 )
-from lyra_crawl.config import ConfigError, LyraConfig, load_config, parse_config
-from lyra_crawl.engines.base import BLOCK_OUTCOMES
-from lyra_crawl.selection import choose_engine
+from lyra_crawl.politeness.selection import choose_engine
+from lyra_crawl.query.arguments import usable_engines
 from tests.conftest import ROOT
 
 

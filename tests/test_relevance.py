@@ -2,7 +2,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from lyra_crawl.relevance import RelevanceConfig, RelevanceScorer, harvest_rate, tokenize
+from lyra_crawl.paging.relevance import RelevanceConfig, RelevanceScorer, harvest_rate, tokenize
 
 CLIMATE_ON_TOPIC = [
     (

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest_twisted
 
 from lyra_crawl.config import load_config
-from lyra_crawl.report import query_report, quota_use
+from lyra_crawl.reports.text import query_report, quota_use
 from lyra_crawl.storage import PageRecord, QueryRecord, open_storage
 from tests.conftest import run_crawl, run_scrapy
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from scrapyd_client.pyclient import ScrapydClient
 
-from lyra_crawl.scheduling import schedule_crawl, wait_for_jobs
+from lyra_crawl.batch.scrapyd import schedule_crawl, wait_for_jobs
 from tests.conftest import ROOT, Simulator, query_db
 from tests.scrapyd_server import ScrapydServer
 

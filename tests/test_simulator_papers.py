@@ -17,8 +17,8 @@ from lyra_crawl.config import load_config
 from lyra_crawl.engines.base import Outcome, ParseResult, SerpResult
 from lyra_crawl.engines.parsing import parse_page
 from lyra_crawl.engines.request import build_page_request
-from lyra_crawl.identifiers import normalize_doi
-from lyra_crawl.routing import route_to_simulator
+from lyra_crawl.engines.routing import route_to_simulator
+from lyra_crawl.papers.identifiers import normalize_doi
 from tests.conftest import Simulator
 
 CONFIG = load_config()

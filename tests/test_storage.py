@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from lyra_crawl.page_ledger import PageLedger
+from lyra_crawl.paging.ledger import PageLedger
 from lyra_crawl.storage import PageRecord, QueryRecord, StorageError, open_storage
 
 

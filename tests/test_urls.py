@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from lyra_crawl.urls import is_web_url, normalize_url, unwrap_redirect
+from lyra_crawl.engines.urls import is_web_url, normalize_url, unwrap_redirect
 
 
 def bing_link(target: str) -> str:

@@ -23,7 +23,7 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.conf import get_config
 from scrapyd_client.pyclient import ScrapydClient
 
-from lyra_crawl.batch import (
+from lyra_crawl.batch.files import (
     BatchEntry,
     BatchError,
     EntryOutcome,
@@ -33,8 +33,8 @@ from lyra_crawl.batch import (
     split_cached,
     summary_lines,
 )
+from lyra_crawl.batch.scrapyd import SchedulingError, job_settings, schedule_crawl, wait_for_jobs
 from lyra_crawl.config import ConfigError, load_config
-from lyra_crawl.scheduling import SchedulingError, job_settings, schedule_crawl, wait_for_jobs
 from lyra_crawl.spiders.serp import SerpSpider
 from lyra_crawl.storage import Storage, StorageError, open_storage
 

@@ -14,8 +14,8 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.spiders import Spider
 
-from lyra_crawl.arguments import ArgumentError, parse_crawl_arguments
 from lyra_crawl.config import ConfigError, load_config
+from lyra_crawl.query.arguments import ArgumentError, parse_crawl_arguments
 from lyra_crawl.spiders.serp import STORAGE_ERROR, SerpSpider
 from lyra_crawl.storage import StorageError, open_storage
 

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 from scrapy.commands import ScrapyCommand
 
-from lyra_crawl.breaker import BreakerState, refuses_now
 from lyra_crawl.config import load_config
 from lyra_crawl.middlewares.daily_quota import utc_date
+from lyra_crawl.politeness.breaker import BreakerState, refuses_now
 from lyra_crawl.storage import open_storage
 
 

@@ -17,7 +17,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.config import ConfigError, load_config
-from lyra_crawl.report import query_report, quota_use, report_text
+from lyra_crawl.reports.text import query_report, quota_use, report_text
 from lyra_crawl.storage import Storage, StorageError, open_storage
 
 DEFAULT_LAST = 10
@@ -71,7 +71,7 @@ class Command(ScrapyCommand):
         print(report_text(reports, quota))
         if opts.html:
             # matplotlib is imported only when a page is asked for: it is slow to load.
-            from lyra_crawl.report_html import report_html
+            from lyra_crawl.reports.html import report_html
 
             page = report_html(reports, quota, generated_at=now.isoformat(timespec="seconds"))
             Path(opts.html).write_text(page, encoding="utf-8")

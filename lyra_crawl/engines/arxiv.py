@@ -13,7 +13,7 @@ from lxml import etree
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import Extracted, SerpResult, leading_year, whole_number
-from lyra_crawl.identifiers import normalize_doi
+from lyra_crawl.papers.identifiers import normalize_doi
 
 NS = {
     "atom": "http://www.w3.org/2005/Atom",

@@ -17,7 +17,7 @@ import lxml.html
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
-from lyra_crawl.identifiers import normalize_doi
+from lyra_crawl.papers.identifiers import normalize_doi
 
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:

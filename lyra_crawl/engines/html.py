@@ -17,7 +17,7 @@ from lxml import etree
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import Extracted, PageRequest, SerpResult
 from lyra_crawl.engines.request import page_index
-from lyra_crawl.urls import is_web_url, unwrap_redirect
+from lyra_crawl.engines.urls import is_web_url, unwrap_redirect
 
 _UTF8_PARSER = lxml.html.HTMLParser(encoding="utf-8")
 # ASCII digits, few enough for int(): a pager never shows a 5,000-digit page number.

@@ -18,7 +18,7 @@ from typing import Any
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
-from lyra_crawl.identifiers import arxiv_id_from_doi, normalize_doi, normalize_pmid
+from lyra_crawl.papers.identifiers import arxiv_id_from_doi, normalize_doi, normalize_pmid
 
 WORK_ID_PREFIX = "https://openalex.org/"
 

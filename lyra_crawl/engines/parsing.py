@@ -25,7 +25,7 @@ from lyra_crawl.engines import (
 from lyra_crawl.engines.base import Extracted, Outcome, ParseResult, SerpResult
 from lyra_crawl.engines.blocks import detect_block
 from lyra_crawl.engines.request import ensure_engine_host
-from lyra_crawl.urls import is_web_url
+from lyra_crawl.engines.urls import is_web_url
 
 Extractor = Callable[[EngineSpec, bytes, int, str], Extracted]
 # One entry per name in config.PARSER_HOOKS (tests/test_conformance.py checks they agree).

@@ -21,7 +21,7 @@ from lyra_crawl.engines.base import (
     whole_number,
 )
 from lyra_crawl.engines.request import build_follow_up
-from lyra_crawl.identifiers import normalize_doi
+from lyra_crawl.papers.identifiers import normalize_doi
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
-from lyra_crawl.identifiers import normalize_doi
+from lyra_crawl.papers.identifiers import normalize_doi
 
 PAPER_URL = "https://www.semanticscholar.org/paper/{paper_id}"
 

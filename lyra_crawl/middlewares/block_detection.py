@@ -24,9 +24,9 @@ from scrapy.statscollectors import StatsCollector
 from lyra_crawl.config import LyraConfig
 from lyra_crawl.engines.base import ParseResult
 from lyra_crawl.engines.parsing import parse_fetched
+from lyra_crawl.engines.routing import engine_url
 from lyra_crawl.middlewares.base import EngineMiddleware
 from lyra_crawl.middlewares.circuit_breaker import BLOCK_META, RETRY_AFTER_META, trip_breaker
-from lyra_crawl.routing import engine_url
 from lyra_crawl.storage import Storage
 
 logger = logging.getLogger(__name__)

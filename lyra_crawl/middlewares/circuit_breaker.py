@@ -30,7 +30,9 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.statscollectors import StatsCollector
 
-from lyra_crawl.breaker import (
+from lyra_crawl.config import LyraConfig
+from lyra_crawl.middlewares.base import EngineMiddleware
+from lyra_crawl.politeness.breaker import (
     NETWORK,
     Admission,
     Health,
@@ -38,8 +40,6 @@ from lyra_crawl.breaker import (
     record_failure,
     record_success,
 )
-from lyra_crawl.config import LyraConfig
-from lyra_crawl.middlewares.base import EngineMiddleware
 from lyra_crawl.storage import Storage
 
 logger = logging.getLogger(__name__)

@@ -1,11 +1,12 @@
 """Pagination stop: decide after each page whether the next one is worth a request.
 
 A spider middleware. It sees one page's output (its SerpItems and the proposed next-page
-request), scores each result's relevance against the query (lyra_crawl.relevance), computes the
-page's novelty rate against every URL already seen for the query in this crawl (and, with
-`-a novelty_scope=history`, stored by earlier crawls of the same normalized query) and its
-harvest rate, and asks `PaginationStrategy.should_fetch_next` (lyra_crawl.pagination). When the
-answer is stop it drops the proposed request and records the reason.
+request), scores each result's relevance against the query (lyra_crawl.paging.relevance),
+computes the page's novelty rate against every URL already seen for the query in this crawl
+(and, with `-a novelty_scope=history`, stored by earlier crawls of the same normalized query)
+and its harvest rate, and asks `PaginationStrategy.should_fetch_next`
+(lyra_crawl.paging.stop_rules). When the answer is stop it drops the proposed request and
+records the reason.
 
 Governed by the spider arguments `strategy`, `serp_max_pages`, `novelty_scope` and by the
 `pagination:` section of engines.yaml (min_novelty_rate, min_harvest_rate, relevance_threshold).
@@ -24,10 +25,10 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from lyra_crawl.engines.base import Outcome
+from lyra_crawl.engines.urls import normalize_url
 from lyra_crawl.items import SerpItem
-from lyra_crawl.pagination import PageContext, calculate_novelty_rate
-from lyra_crawl.relevance import RelevanceScorer, harvest_rate
-from lyra_crawl.urls import normalize_url
+from lyra_crawl.paging.relevance import RelevanceScorer, harvest_rate
+from lyra_crawl.paging.stop_rules import PageContext, calculate_novelty_rate
 
 logger = logging.getLogger(__name__)
 

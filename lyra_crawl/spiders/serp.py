@@ -33,16 +33,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.defer import deferred_from_coro
 from twisted.python.failure import Failure
 
-from lyra_crawl.arguments import (
-    SERP_SOURCE,
-    CrawlArguments,
-    crawl_sources,
-    parse_crawl_arguments,
-    usable_engines,
-)
-from lyra_crawl.breaker import refuses_now
-from lyra_crawl.browser import browser_meta, install_browser, render_schemes
-from lyra_crawl.cache import cache_key
+from lyra_crawl.browser.render import browser_meta, install_browser, render_schemes
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult, SerpResult
 from lyra_crawl.engines.blocks import repeated_page
@@ -55,16 +46,25 @@ from lyra_crawl.engines.request import (
     secrets_from_settings,
     with_query,
 )
+from lyra_crawl.engines.routing import engine_url, route_to_simulator
 from lyra_crawl.items import PaperItem, SerpItem
 from lyra_crawl.middlewares.base import RequestRefused
 from lyra_crawl.middlewares.block_detection import PARSED_META, TOKEN_PAGE_META, record_block
 from lyra_crawl.middlewares.daily_quota import utc_date
-from lyra_crawl.page_ledger import PageLedger
-from lyra_crawl.pagination import PaginationConfig, PaginationStrategy, Strategy
-from lyra_crawl.query import normalize_query
-from lyra_crawl.relevance import RelevanceConfig
-from lyra_crawl.routing import engine_url, route_to_simulator
-from lyra_crawl.selection import SelectionDecision, choose_engine
+from lyra_crawl.paging.ledger import PageLedger
+from lyra_crawl.paging.relevance import RelevanceConfig
+from lyra_crawl.paging.stop_rules import PaginationConfig, PaginationStrategy, Strategy
+from lyra_crawl.politeness.breaker import refuses_now
+from lyra_crawl.politeness.selection import SelectionDecision, choose_engine
+from lyra_crawl.query.arguments import (
+    SERP_SOURCE,
+    CrawlArguments,
+    crawl_sources,
+    parse_crawl_arguments,
+    usable_engines,
+)
+from lyra_crawl.query.cache_key import cache_key
+from lyra_crawl.query.text import normalize_query
 from lyra_crawl.spiders.replay import cached_pages
 from lyra_crawl.storage import PageRecord, QueryRecord, Storage, StorageError, open_storage
 

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lyra_crawl.breaker import BreakerState, Health
+from lyra_crawl.politeness.breaker import BreakerState, Health
 
 SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT_S = 60.0

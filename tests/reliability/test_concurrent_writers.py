@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from lyra_crawl.engines.urls import normalize_url
 from lyra_crawl.simulator.corpus import CorpusShape, page_results
-from lyra_crawl.urls import normalize_url
 from tests.conftest import query_db, scrapy_env, start_scrapy
 
 PROCESSES = 4

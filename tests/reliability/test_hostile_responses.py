@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 from lyra_crawl.config import load_config
 from lyra_crawl.engines.base import Outcome, ParseResult
 from lyra_crawl.engines.parsing import MAX_TITLE_CHARS, MAX_URL_CHARS, parse_page
+from lyra_crawl.engines.urls import is_web_url
 from lyra_crawl.simulator.corpus import make_result
 from lyra_crawl.simulator.engines import build_engines
-from lyra_crawl.urls import is_web_url
 from tests.conftest import REALWORLD_DIR, query_db, run_crawl
 
 CONFIG = load_config()

@@ -15,7 +15,7 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lyra_crawl.report import QueryReport, QuotaUse, rate
+from lyra_crawl.reports.text import QueryReport, QuotaUse, rate
 
 STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; }

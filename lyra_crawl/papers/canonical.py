@@ -35,7 +35,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz, process
 
-from lyra_crawl.identifiers import (
+from lyra_crawl.papers.identifiers import (
     ARXIV_DOI_PREFIX,
     arxiv_id_from_doi,
     normalize_arxiv_id,

@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 from scrapy.settings import BaseSettings
 from scrapy_playwright.page import PageMethod
 
-from lyra_crawl.arguments import usable_engines
 from lyra_crawl.config import EngineSpec, LyraConfig
-from lyra_crawl.routing import route_to_simulator
+from lyra_crawl.engines.routing import route_to_simulator
+from lyra_crawl.query.arguments import usable_engines
 
 PLAYWRIGHT_HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 # How long, from navigation start, a page has to show a result or a block marker.

@@ -23,16 +23,16 @@ from typing import Any
 
 import yaml
 
-from lyra_crawl.arguments import (
+from lyra_crawl.config import LyraConfig
+from lyra_crawl.query.arguments import (
     SERP_SOURCE,
     ArgumentError,
     CrawlArguments,
     crawl_sources,
     parse_crawl_arguments,
 )
-from lyra_crawl.cache import cache_key
-from lyra_crawl.config import LyraConfig
-from lyra_crawl.query import normalize_query
+from lyra_crawl.query.cache_key import cache_key
+from lyra_crawl.query.text import normalize_query
 
 BATCH_OPTIONS = (
     "engine",
