@@ -1,37 +1,27 @@
-"""Items: SerpItem is one result on one page of one source; PaperItem one API paper record."""
+"""Items: one result on one page of one query, as it passes the pipelines.
+
+The result's own fields come from lyra_crawl.results (declared once); this adds where it was
+found and what the pipelines fill in. A plain dataclass, so itemadapter, feed exports and the
+backends read it like any Scrapy item.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lyra_crawl.results import ResultKind, SerpResult
 
-@dataclass
-class SerpItem:
-    """One result as shown on one page; normalize/dedupe pipelines fill the derived fields."""
+
+@dataclass(kw_only=True)
+class ResultItem(SerpResult):
+    """A result placed: its query, source, page and position; the pipelines fill the rest."""
 
     query_id: int
+    # The engine or scholarly API that showed it (a query's SERP engine, or e.g. "openalex").
     source: str
-    engine: str
+    kind: ResultKind = "serp"
     page_number: int
     position: int
-    url: str
-    title: str
-    snippet: str = ""
-    date: str | None = None
     normalized_url: str | None = None
     rank: int | None = None
-    doi: str | None = None
-    arxiv_id: str | None = None
-    pmid: str | None = None
     relevance: float | None = None
-
-
-@dataclass
-class PaperItem(SerpItem):
-    """A result from a scholarly API: a SerpItem plus the paper's metadata for the merge."""
-
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    venue: str | None = None
-    abstract: str | None = None
-    source_id: str | None = None

@@ -1,0 +1,217 @@
+"""The two backend protocols every component speaks: ResultStore and Coordinator. Async.
+
+`ResultStore` keeps what a crawl found (queries, pages with their items, papers, the search
+cache, interventions, batches); `Coordinator` holds what must be exact across every process
+sharing it (daily quotas, each engine's send slot, circuit breakers). Both return the typed
+records of lyra_crawl.backends.records, never a driver's row type. A backend is chosen by URL
+(LYRA_DB_URL, LYRA_COORDINATION_URL; see lyra_crawl.backends.open_backends): SQLite is the
+embedded default, PostgreSQL and Redis the way past one machine.
+
+No call may block the reactor: SQLite runs every statement on a worker thread that owns its
+connection; network backends use their asyncio clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from lyra_crawl.backends.records import (
+    BatchEntry,
+    BatchRecord,
+    BreakerChange,
+    EntrySpec,
+    Intervention,
+    PageRecord,
+    QueryRecord,
+    RateClaim,
+    StoredItem,
+    StoredPage,
+    StoredPaper,
+    StoredQuery,
+)
+from lyra_crawl.config import BreakerPolicy
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper
+from lyra_crawl.politeness.breaker import Admission, Health
+
+
+class Backend(Protocol):
+    """What both protocols share: a URL safe to print, and closing."""
+
+    @property
+    def url(self) -> str:
+        """Where the backend lives, with any password redacted."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class ResultStore(Backend, Protocol):
+    # -- queries ---------------------------------------------------------------------------
+    async def start_query(self, record: QueryRecord) -> int: ...
+
+    async def interrupted_query(
+        self, record: QueryRecord, *, any_engine: bool
+    ) -> StoredQuery | None:
+        """The latest interrupted crawl of the same query, pages and options as `record`."""
+        ...
+
+    async def reopen_query(self, query_id: int) -> None:
+        """Make an interrupted query this process's running crawl again."""
+        ...
+
+    async def finish_query(
+        self,
+        query_id: int,
+        *,
+        status: str,
+        stop_reasons: Mapping[str, str],
+        errors: Mapping[str, str],
+        relevance_threshold: float | None,
+    ) -> StoredQuery:
+        """Close the row; pages, items and harvest rate are counted from what was stored."""
+        ...
+
+    async def query(self, query_id: int) -> StoredQuery | None: ...
+
+    async def query_ids(
+        self, *, task_id: str | None = None, last: int | None = None
+    ) -> list[int]:
+        """Ids of a task's queries, or of the `last` queries started, oldest first."""
+        ...
+
+    async def query_for_job(self, job_id: str) -> StoredQuery | None:
+        """The latest query row a Scrapyd job wrote (its `_job` argument)."""
+        ...
+
+    async def task_harvest_rate(self, task_id: str) -> float | None: ...
+
+    async def mark_cache_hit(self, query_id: int, answered_by: int) -> None: ...
+
+    # -- pages and items -------------------------------------------------------------------
+    async def store_page(self, page: PageRecord, items: Sequence[ResultItem]) -> int:
+        """Write one page's row and its items atomically; returns the items newly stored."""
+        ...
+
+    async def pages(self, query_id: int) -> list[StoredPage]: ...
+
+    async def items(self, query_id: int) -> list[StoredItem]:
+        """The query's stored items, by source and rank."""
+        ...
+
+    async def earlier_urls(self, query_id: int) -> set[str]:
+        """Normalized URLs stored by earlier crawls of the same normalized query."""
+        ...
+
+    async def repeated_url_count(self, query_id: int) -> int: ...
+
+    # -- papers ----------------------------------------------------------------------------
+    async def save_papers(
+        self,
+        query_id: int,
+        papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
+        fused_ranks: Mapping[str, int],
+        attribution: Mapping[str, int],
+    ) -> None:
+        """Upsert each paper, link the query's items (by normalized URL) to it, store fused
+        ranks and the query's attribution counts, in one transaction."""
+        ...
+
+    async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None: ...
+
+    async def papers_of(self, query_id: int) -> list[StoredPaper]: ...
+
+    async def attribution_counts(self, query_id: int) -> dict[str, int]: ...
+
+    # -- search-level cache ----------------------------------------------------------------
+    async def fresh_cache_entry(self, key: str, now: datetime) -> int | None: ...
+
+    async def store_cache_entry(
+        self, key: str, query_id: int, *, created_at: datetime, expires_at: datetime
+    ) -> None: ...
+
+    # -- interventions ---------------------------------------------------------------------
+    async def add_intervention(
+        self, *, engine: str, url: str, query_id: int | None, kind: str, detail: str
+    ) -> int: ...
+
+    async def open_interventions(self) -> list[Intervention]: ...
+
+    async def resolve_intervention(self, intervention_id: int) -> bool: ...
+
+    # -- batches ---------------------------------------------------------------------------
+    async def create_batch(
+        self, *, source: str, content_hash: str, entries: Sequence[EntrySpec]
+    ) -> BatchRecord:
+        """Record a batch and its entries (rejected ones in state `rejected`)."""
+        ...
+
+    async def batch(self, batch_id: int) -> BatchRecord | None: ...
+
+    async def batch_by_hash(self, content_hash: str) -> BatchRecord | None:
+        """The latest batch recorded from a file with this content."""
+        ...
+
+    async def take_entries(
+        self, batch_id: int, limit: int, *, owner: str, lease_s: float
+    ) -> list[BatchEntry]:
+        """Up to `limit` entries to run, in position order, each leased to `owner`.
+
+        Pending entries first, then running ones whose lease has run out (their worker died).
+        Taken entries become running with one more attempt.
+        """
+        ...
+
+    async def entry_started(self, entry_id: int, *, query_id: int, engine: str | None) -> None:
+        ...
+
+    async def finish_entry(
+        self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""
+    ) -> None: ...
+
+    async def renew_entry_leases(
+        self, entry_ids: Sequence[int], *, owner: str, lease_s: float
+    ) -> None: ...
+
+    async def batch_entries(self, batch_id: int) -> list[BatchEntry]: ...
+
+
+class Coordinator(Backend, Protocol):
+    # -- daily quota -----------------------------------------------------------------------
+    async def reserve_quota(self, engine: str, day: str, daily_limit: int | None) -> bool:
+        """Take one unit of `engine`'s quota for `day` (YYYY-MM-DD, UTC); False when spent."""
+        ...
+
+    async def quota_used(self, engine: str, day: str) -> int: ...
+
+    async def quota_used_on(self, day: str) -> dict[str, int]: ...
+
+    # -- the per-engine send slot ----------------------------------------------------------
+    async def claim_rate_slot(self, engine: str, lease_s: float) -> RateClaim:
+        """Take `engine`'s send slot if it is free, leased for `lease_s` at most."""
+        ...
+
+    async def release_rate_slot(self, engine: str, token: float, interval_s: float) -> None:
+        """Free the slot taken with `token`: the next request may go `interval_s` from now."""
+        ...
+
+    # -- circuit breaker -------------------------------------------------------------------
+    async def breaker_health(self, engine: str) -> Health: ...
+
+    async def breaker_admit(self, engine: str, *, owner: str, trial_lease_s: float) -> Admission:
+        """Decide on one request (lyra_crawl.politeness.breaker.admit), atomically."""
+        ...
+
+    async def breaker_success(self, engine: str, *, trial: bool) -> None: ...
+
+    async def breaker_failure(
+        self,
+        engine: str,
+        policy: BreakerPolicy,
+        *,
+        kind: str,
+        trial: bool,
+        retry_after_s: float | None,
+    ) -> BreakerChange: ...
