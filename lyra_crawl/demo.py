@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.reports.text import query_summary
 from lyra_crawl.simulator.process import running_simulator
-from lyra_crawl.storage import open_storage
 
 DEMO_DB = Path("data/demo.sqlite3")
 DEMO_QUERY = "climate adaptation"
@@ -43,14 +43,14 @@ def main() -> int:
         if crawl.returncode != 0:
             print(f"crawl failed with exit status {crawl.returncode}", file=sys.stderr)
             return crawl.returncode
-    storage = open_storage(DEMO_DB)
-    try:
-        query_id = storage.latest_query_id()
-        print(f"\nstored in {DEMO_DB}:")
-        print(query_summary(storage, query_id))
-    finally:
-        storage.close()
+    print(f"\nstored in {DEMO_DB}:")
+    print(run_sync(with_backends({"LYRA_DB_PATH": str(DEMO_DB)}, latest_summary)))
     return 0
+
+
+async def latest_summary(backends: Backends) -> str:
+    (query_id,) = await backends.store.query_ids(last=1)
+    return await query_summary(backends, query_id)
 
 
 if __name__ == "__main__":

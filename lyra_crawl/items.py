@@ -7,7 +7,7 @@ backends read it like any Scrapy item.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from lyra_crawl.results import ResultKind, SerpResult
 
@@ -25,3 +25,24 @@ class ResultItem(SerpResult):
     normalized_url: str | None = None
     rank: int | None = None
     relevance: float | None = None
+
+    @classmethod
+    def place(
+        cls,
+        result: SerpResult,
+        *,
+        query_id: int,
+        source: str,
+        kind: ResultKind,
+        page_number: int,
+        position: int,
+    ) -> ResultItem:
+        """`result` as found at `position` on page `page_number` of `source` for a query."""
+        return cls(
+            **{field.name: getattr(result, field.name) for field in fields(SerpResult)},
+            query_id=query_id,
+            source=source,
+            kind=kind,
+            page_number=page_number,
+            position=position,
+        )

@@ -25,11 +25,16 @@ COMMANDS_MODULE = "lyra_crawl.commands"
 # -- lyra_crawl's own settings ---------------------------------------------------------------
 # Folder with search_parsers.yaml and engines.yaml; unset = the config bundled with the package.
 LYRA_CONFIG_DIR = os.environ.get("LYRA_CONFIG_DIR") or None
-# SQLite file; give an absolute path under Scrapyd, which runs jobs from its own folder.
-LYRA_DB_PATH = os.environ.get("LYRA_DB_PATH") or "data/lyra.sqlite3"
+# Where results are stored (lyra_crawl.backends): sqlite:///relative/path or
+# sqlite:////absolute/path; give an absolute path under Scrapyd, which runs jobs from its own
+# folder. LYRA_DB_PATH, a plain file path, is the older spelling of the same setting.
+LYRA_DB_URL = os.environ.get("LYRA_DB_URL") or None
+LYRA_DB_PATH = os.environ.get("LYRA_DB_PATH") or None
+# What crawls coordinate through (quotas, rate slots, breakers); unset = the LYRA_DB_URL file.
+LYRA_COORDINATION_URL = os.environ.get("LYRA_COORDINATION_URL") or None
 # Base URL of the bundled simulator; every engine request goes there instead of the real host.
 LYRA_SIMULATOR_URL = os.environ.get("LYRA_SIMULATOR_URL") or None
-# Politeness, shared through the database by every crawl using it (lyra_crawl/middlewares/).
+# Politeness, shared through the Coordinator by every crawl using it (lyra_crawl/middlewares/).
 # Space each engine's requests 1/qps apart (engines.yaml). Turn off only against the simulator.
 LYRA_RATE_LIMIT_ENABLED = _env_flag("LYRA_RATE_LIMIT_ENABLED")
 # Refuse requests beyond each engine's daily_limit (engines.yaml), per UTC day.
@@ -48,14 +53,18 @@ LYRA_S2_API_KEY = os.environ.get("LYRA_S2_API_KEY", "")
 LYRA_OPENALEX_API_KEY = os.environ.get("LYRA_OPENALEX_API_KEY", "")
 LYRA_CONTACT_EMAIL = os.environ.get("LYRA_CONTACT_EMAIL", "")
 
+# -- the crawl session: config, backends and the registry of running queries ------------------
+EXTENSIONS = {"lyra_crawl.session.CrawlSession": 0}
+
 # -- politeness: one download slot per engine, concurrency 1 (set by SerpSpider) ------------
-# Order on the way out: breaker -> quota -> rate -> download; block detection sees responses
-# first on the way back. They sit nearer the downloader than Retry (550) and Redirect (600), so
-# each retry and each redirect is checked again, and the breaker sees every response and error
-# before those turn it into a new request. HttpCompression moves nearer still, so block
-# detection reads decompressed pages.
+# Order on the way out: engine turn -> breaker -> quota -> rate -> download; block detection
+# sees responses first on the way back, the engine turn last. They sit nearer the downloader
+# than Retry (550) and Redirect (600), so each retry and each redirect is checked again, and
+# the breaker sees every response and error before those turn it into a new request.
+# HttpCompression moves nearer still, so block detection reads decompressed pages.
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": 860,
+    "lyra_crawl.middlewares.engine_turn.EngineTurnMiddleware": 805,
     "lyra_crawl.middlewares.circuit_breaker.CircuitBreakerMiddleware": 810,
     "lyra_crawl.middlewares.daily_quota.DailyQuotaMiddleware": 820,
     "lyra_crawl.middlewares.rate_limit.RateLimitMiddleware": 830,
@@ -88,10 +97,10 @@ SPIDER_MIDDLEWARES = {
 }
 
 ITEM_PIPELINES = {
-    "lyra_crawl.pipelines.NormalizePipeline": 100,
-    "lyra_crawl.pipelines.CanonicalPipeline": 150,
-    "lyra_crawl.pipelines.DedupePipeline": 200,
-    "lyra_crawl.pipelines.StorePipeline": 900,
+    "lyra_crawl.pipelines.normalize.NormalizePipeline": 100,
+    "lyra_crawl.pipelines.merge.CanonicalPipeline": 150,
+    "lyra_crawl.pipelines.dedupe.DedupePipeline": 200,
+    "lyra_crawl.pipelines.store.StorePipeline": 900,
 }
 
 # -- browser: scrapy-playwright, loaded by SerpSpider only for crawls that may render ---------

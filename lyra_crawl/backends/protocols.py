@@ -76,9 +76,7 @@ class ResultStore(Backend, Protocol):
 
     async def query(self, query_id: int) -> StoredQuery | None: ...
 
-    async def query_ids(
-        self, *, task_id: str | None = None, last: int | None = None
-    ) -> list[int]:
+    async def query_ids(self, *, task_id: str | None = None, last: int | None = None) -> list[int]:
         """Ids of a task's queries, or of the `last` queries started, oldest first."""
         ...
 
@@ -164,8 +162,7 @@ class ResultStore(Backend, Protocol):
         """
         ...
 
-    async def entry_started(self, entry_id: int, *, query_id: int, engine: str | None) -> None:
-        ...
+    async def entry_started(self, entry_id: int, *, query_id: int, engine: str | None) -> None: ...
 
     async def finish_entry(
         self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""

@@ -16,13 +16,16 @@ at all raises BatchError.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from lyra_crawl.backends.records import BatchEntry as StoredEntry
+from lyra_crawl.backends.records import EntrySpec
 from lyra_crawl.config import LyraConfig
 from lyra_crawl.query.arguments import (
     SERP_SOURCE,
@@ -47,6 +50,8 @@ BATCH_OPTIONS = (
 LIST_OPTIONS = frozenset({"sources"})
 # Outcomes that count as success; every other one makes the batch fail.
 SUCCEEDED = frozenset({"finished", "cached"})
+# The detail of an entry answered by a fresh cache entry when the batch was recorded.
+CACHED = "cached"
 
 
 class BatchError(ValueError):
@@ -54,8 +59,8 @@ class BatchError(ValueError):
 
 
 @dataclass(frozen=True)
-class BatchEntry:
-    """One query of the batch, checked, with the spider arguments it runs with."""
+class FileEntry:
+    """One query of the batch file, checked, with the spider arguments it runs with."""
 
     position: int
     query: str
@@ -72,23 +77,10 @@ class RejectedEntry:
 
 @dataclass(frozen=True)
 class Batch:
-    entries: list[BatchEntry]
+    entries: list[FileEntry]
     rejected: list[RejectedEntry]
-
-
-@dataclass(frozen=True)
-class EntryOutcome:
-    """How one entry ended: finished, cached, rejected, or how its crawl failed."""
-
-    position: int
-    query: str
-    status: str
-    query_id: int | None = None
-    detail: str = ""
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status in SUCCEEDED
+    # Identifies the file's content: running the same file again continues its batch.
+    content_hash: str
 
 
 def load_batch(path: str | Path, config: LyraConfig) -> Batch:
@@ -114,7 +106,7 @@ def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") 
         defaults = _options(defaults, "defaults")
     except ArgumentError as exc:
         raise BatchError(f"{filename}: {exc}") from None
-    entries: list[BatchEntry] = []
+    entries: list[FileEntry] = []
     rejected: list[RejectedEntry] = []
     for position, node in enumerate(doc["queries"], start=1):
         try:
@@ -122,7 +114,8 @@ def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") 
         except ArgumentError as exc:
             message = f"{filename}: entry {position}: {exc}"
             rejected.append(RejectedEntry(position, _query_text(node), message))
-    return Batch(entries=entries, rejected=rejected)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Batch(entries=entries, rejected=rejected, content_hash=digest)
 
 
 def _options(node: Any, where: str) -> dict[str, str]:
@@ -155,7 +148,7 @@ def _query_text(node: Any) -> str:
     return query if isinstance(query, str) else ""
 
 
-def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraConfig) -> BatchEntry:
+def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraConfig) -> FileEntry:
     if isinstance(node, str):
         node = {"query": node}
     if not isinstance(node, Mapping):
@@ -165,7 +158,7 @@ def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraCo
     spider_args = {**defaults, **_options(fields, "this entry")}
     spider_args["query"] = "" if query is None else str(query)
     arguments = parse_crawl_arguments(spider_args, config)
-    return BatchEntry(
+    return FileEntry(
         position=position,
         query=arguments.query,
         spider_args=spider_args,
@@ -185,40 +178,32 @@ def entry_cache_key(arguments: CrawlArguments) -> str | None:
     )
 
 
-def split_cached(
-    entries: Sequence[BatchEntry], fresh_query_id: Callable[[str], int | None]
-) -> tuple[list[BatchEntry], list[EntryOutcome]]:
-    """Entries still to crawl, and outcomes for those with a fresh cache entry."""
-    to_crawl: list[BatchEntry] = []
-    cached: list[EntryOutcome] = []
-    for entry in entries:
-        query_id = fresh_query_id(entry.cache_key) if entry.cache_key else None
-        if query_id is None:
-            to_crawl.append(entry)
-        else:
-            cached.append(EntryOutcome(entry.position, entry.query, "cached", query_id))
-    return to_crawl, cached
+def entry_specs(batch: Batch) -> list[EntrySpec]:
+    """The batch's entries as the store records them, rejected ones with their message."""
+    specs = [EntrySpec(e.position, e.query, dict(e.spider_args)) for e in batch.entries]
+    specs += [EntrySpec(r.position, r.query, {}, rejected=r.message) for r in batch.rejected]
+    return sorted(specs, key=lambda spec: spec.position)
 
 
-def crawl_outcome(entry: BatchEntry, row: Mapping[str, Any] | None, missing: str) -> EntryOutcome:
-    """Judge a crawl by its own status row; `missing` explains a crawl that wrote none."""
-    if row is None:
-        return EntryOutcome(entry.position, entry.query, "failed", detail=missing)
-    return EntryOutcome(entry.position, entry.query, row["status"], row["id"])
+def entry_status(entry: StoredEntry) -> str:
+    """How an entry ended, in the summary's words: finished, cached, failed, rejected, or
+    not run (still pending or running: the batch was stopped before it)."""
+    if entry.state == "done":
+        return "cached" if entry.detail == CACHED else "finished"
+    if entry.state in ("failed", "rejected"):
+        return entry.state
+    return "not run"
 
 
-def rejected_outcome(rejected: RejectedEntry) -> EntryOutcome:
-    return EntryOutcome(rejected.position, rejected.query, "rejected", detail=rejected.message)
-
-
-def summary_lines(outcomes: Sequence[EntryOutcome]) -> list[str]:
+def summary_lines(entries: Sequence[StoredEntry]) -> list[str]:
     lines = []
-    for outcome in sorted(outcomes, key=lambda o: o.position):
-        query_id = f"query {outcome.query_id}" if outcome.query_id is not None else "no query"
-        detail = f": {outcome.detail}" if outcome.detail else ""
+    for entry in sorted(entries, key=lambda e: e.position):
+        query_id = f"query {entry.query_id}" if entry.query_id is not None else "no query"
+        detail = f": {entry.detail}" if entry.detail and entry.detail != CACHED else ""
         lines.append(
-            f"entry {outcome.position} {outcome.query!r}: {outcome.status} ({query_id}){detail}"
+            f"entry {entry.position} {entry.query_text!r}: {entry_status(entry)} ({query_id})"
+            f"{detail}"
         )
-    succeeded = sum(outcome.succeeded for outcome in outcomes)
-    lines.append(f"{succeeded} of {len(outcomes)} entries succeeded")
+    succeeded = sum(entry_status(entry) in SUCCEEDED for entry in entries)
+    lines.append(f"{succeeded} of {len(entries)} entries succeeded")
     return lines

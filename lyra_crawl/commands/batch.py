@@ -1,42 +1,44 @@
-"""`scrapy batch FILE [--scrapyd URL]`: crawl every query of a batch file.
+"""`scrapy batch FILE [--scrapyd URL]`: record a batch file's queries and crawl them all.
 
-Without --scrapyd, all crawls run at once in this process (the politeness middlewares
-interleave the engines). With --scrapyd, each query becomes one job scheduled through
-schedule.json, and the command waits, printing each job's progress; the jobs get this run's
-LYRA_* settings, so they write to the database this command reads.
+The batch and its entries are recorded in the store (`batches`, `batch_entries`), then run as
+ONE crawl (`scrapy crawl serp -a batch=ID`): one crawler, one downloader, one store handle,
+however many queries, at most `--concurrency` of them running at once. With --scrapyd that
+crawl is one Scrapyd job, and the command waits for it, printing its state; the job gets this
+run's LYRA_* settings, so it writes to the store this command reads.
 
-Queries with a fresh cache entry are skipped. A bad entry is reported with its position and
-skipped. Each crawl is judged by its own status row in the queries table. Exit status: 0 when
-every entry succeeded, 1 when any failed or was rejected, 2 when the file or config is unusable.
+Running the same file again while its batch is unfinished (killed, stopped) continues it: done
+entries are skipped, the others run. Entries with a fresh cache entry are skipped when the
+batch is recorded. A bad entry is reported with its position and the rest still run. Exit
+status: 0 when every entry succeeded, 1 when any failed or was rejected, 2 when the file,
+config or store is unusable.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from scrapy.commands import ScrapyCommand
-from scrapy.crawler import Crawler
 from scrapy.exceptions import UsageError
 from scrapy.utils.conf import get_config
 from scrapyd_client.pyclient import ScrapydClient
 
+from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
+from lyra_crawl.backends.protocols import ResultStore
+from lyra_crawl.backends.records import BackendError, BatchEntry, BatchRecord
 from lyra_crawl.batch.files import (
-    BatchEntry,
+    CACHED,
+    Batch,
     BatchError,
-    EntryOutcome,
-    crawl_outcome,
+    entry_specs,
     load_batch,
-    rejected_outcome,
-    split_cached,
     summary_lines,
 )
 from lyra_crawl.batch.scrapyd import SchedulingError, job_settings, schedule_crawl, wait_for_jobs
 from lyra_crawl.config import ConfigError, load_config
+from lyra_crawl.query.arguments import DEFAULT_CONCURRENCY
 from lyra_crawl.spiders.serp import SerpSpider
-from lyra_crawl.storage import Storage, StorageError, open_storage
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -49,11 +51,18 @@ class Command(ScrapyCommand):
         return "[options] FILE"
 
     def short_desc(self) -> str:
-        return "Crawl every query of a batch file, here or on Scrapyd"
+        return "Crawl every query of a batch file in one crawl, here or on Scrapyd"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
-        parser.add_argument("--scrapyd", metavar="URL", help="schedule the crawls on this Scrapyd")
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=DEFAULT_CONCURRENCY,
+            metavar="N",
+            help=f"queries running at once (default {DEFAULT_CONCURRENCY})",
+        )
+        parser.add_argument("--scrapyd", metavar="URL", help="run the crawl on this Scrapyd")
         parser.add_argument(
             "--project",
             help="Scrapyd project (default the [deploy] project in scrapy.cfg, else lyra_crawl)",
@@ -69,90 +78,99 @@ class Command(ScrapyCommand):
             "--timeout",
             type=float,
             metavar="SECONDS",
-            help="with --scrapyd, stop waiting after this long (default until all are done)",
+            help="with --scrapyd, stop waiting after this long (default until it is done)",
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give one batch file: scrapy batch FILE")
+        if opts.concurrency < 1:
+            raise UsageError("--concurrency must be 1 or more")
         try:
             batch = load_batch(args[0], load_config(self.settings.get("LYRA_CONFIG_DIR")))
-            storage = open_storage(self.settings.get("LYRA_DB_PATH"))
-        except (BatchError, ConfigError, StorageError) as exc:
+            record = run_sync(self._record(args[0], batch))
+        except (BatchError, ConfigError, BackendError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_BAD_INPUT
             return
         for rejected in batch.rejected:
             print(f"error: {rejected.message}", file=sys.stderr)
         try:
-            outcomes = self._run_batch(batch.entries, storage, opts)
+            if opts.scrapyd:
+                self._crawl_on_scrapyd(record, opts)
+            else:
+                self._crawl_here(record, opts)
         except SchedulingError as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_FAILED
             return
-        finally:
-            storage.close()
-        outcomes += [rejected_outcome(rejected) for rejected in batch.rejected]
-        print("\n".join(summary_lines(outcomes)))
-        self.exitcode = 0 if all(outcome.succeeded for outcome in outcomes) else EXIT_FAILED
+        entries = run_sync(self._entries(record.id))
+        print("\n".join(summary_lines(entries)))
+        self.exitcode = 0 if all(entry.state == "done" for entry in entries) else EXIT_FAILED
 
-    def _run_batch(
-        self, entries: Sequence[BatchEntry], storage: Storage, opts: argparse.Namespace
-    ) -> list[EntryOutcome]:
-        now = datetime.now(UTC)
-        to_crawl, cached = split_cached(entries, lambda key: storage.fresh_cache_entry(key, now))
-        for outcome in cached:
-            print(
-                f"entry {outcome.position}: skipped, fresh in the cache (query {outcome.query_id})"
+    async def _record(self, path: str, batch: Batch) -> BatchRecord:
+        """The unfinished batch of this file to continue, or a new one with its entries."""
+        backends = await open_backends(urls_from_settings(self.settings))
+        try:
+            store = backends.store
+            earlier = await store.batch_by_hash(batch.content_hash)
+            if earlier is not None and _unfinished(await store.batch_entries(earlier.id)):
+                print(f"continuing batch {earlier.id} of {path}", flush=True)
+                return earlier
+            record = await store.create_batch(
+                source=path, content_hash=batch.content_hash, entries=entry_specs(batch)
             )
-        if not to_crawl:
-            return cached
-        if opts.scrapyd:
-            return cached + self._crawl_on_scrapyd(to_crawl, storage, opts)
-        return cached + self._crawl_here(to_crawl, storage)
+            print(f"batch {record.id}: {record.entries} entries from {path}", flush=True)
+            await _skip_cached(store, record, batch)
+            return record
+        finally:
+            await backends.close()
 
-    def _crawl_here(self, entries: Sequence[BatchEntry], storage: Storage) -> list[EntryOutcome]:
+    async def _entries(self, batch_id: int) -> list[BatchEntry]:
+        backends = await open_backends(urls_from_settings(self.settings))
+        try:
+            return await backends.store.batch_entries(batch_id)
+        finally:
+            await backends.close()
+
+    def _crawl_here(self, record: BatchRecord, opts: argparse.Namespace) -> None:
         assert self.crawler_process is not None
-        crawlers: list[tuple[BatchEntry, Crawler]] = []
-        for entry in entries:
-            crawler = self.crawler_process.create_crawler(SerpSpider.name)
-            self.crawler_process.crawl(crawler, **entry.spider_args)
-            crawlers.append((entry, crawler))
+        self.crawler_process.crawl(
+            SerpSpider, batch=str(record.id), concurrency=str(opts.concurrency)
+        )
         self.crawler_process.start()
-        outcomes = []
-        for entry, crawler in crawlers:
-            query_id = getattr(getattr(crawler, "spider", None), "query_id", None)
-            row = storage.query(query_id) if query_id is not None else None
-            outcomes.append(crawl_outcome(entry, row, "the crawl did not start: see the log"))
-        return outcomes
 
-    def _crawl_on_scrapyd(
-        self, entries: Sequence[BatchEntry], storage: Storage, opts: argparse.Namespace
-    ) -> list[EntryOutcome]:
+    def _crawl_on_scrapyd(self, record: BatchRecord, opts: argparse.Namespace) -> None:
         client = ScrapydClient(opts.scrapyd)
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
-        settings = job_settings(self.settings)
-        jobs = {
-            schedule_crawl(client, project, entry.spider_args, settings): entry for entry in entries
-        }
+        spider_args = {"batch": str(record.id), "concurrency": str(opts.concurrency)}
+        job = schedule_crawl(client, project, spider_args, job_settings(self.settings))
 
         def progress(job_id: str, state: str) -> None:
-            entry = jobs[job_id]
-            print(f"entry {entry.position} {entry.query!r}: {state} (job {job_id})", flush=True)
+            print(f"batch {record.id}: {state} (job {job_id})", flush=True)
 
-        states = wait_for_jobs(
+        wait_for_jobs(
             client,
             project,
-            list(jobs),
+            [job],
             poll_interval=opts.poll_interval,
             timeout=opts.timeout,
             on_change=progress,
         )
-        return [
-            crawl_outcome(
-                entry,
-                storage.query_for_job(job_id),
-                f"Scrapyd job {job_id} ({states[job_id]}) wrote no status row: see its log",
+
+
+async def _skip_cached(store: ResultStore, record: BatchRecord, batch: Batch) -> None:
+    """Mark done the entries a fresh cache entry answers: they need no crawl."""
+    now = datetime.now(UTC)
+    taken = {entry.position: entry for entry in await store.batch_entries(record.id)}
+    for entry in batch.entries:
+        cached = await store.fresh_cache_entry(entry.cache_key, now) if entry.cache_key else None
+        if cached is not None:
+            await store.finish_entry(
+                taken[entry.position].id, state="done", query_id=cached, detail=CACHED
             )
-            for job_id, entry in jobs.items()
-        ]
+            print(f"entry {entry.position}: skipped, fresh in the cache (query {cached})")
+
+
+def _unfinished(entries: list[BatchEntry]) -> bool:
+    return any(entry.state in ("pending", "running") for entry in entries)

@@ -1,7 +1,7 @@
-"""`scrapy crawl`, with serp's arguments, config and database checked before the crawl starts.
+"""`scrapy crawl`, with serp's arguments, config and backends checked before the crawl starts.
 
-A wrong argument, config file or database path ends the run with one `error:` line naming the
-problem and the fix, exit status 2, and no request sent. A crawl closed because the database
+A wrong argument, config file or store URL ends the run with one `error:` line naming the
+problem and the fix, exit status 2, and no request sent. A crawl closed because the store
 refused a write mid-crawl (disk full, read-only) exits with status 1.
 """
 
@@ -14,10 +14,12 @@ from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
 from scrapy.spiders import Spider
 
+from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
+from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, load_config
-from lyra_crawl.query.arguments import ArgumentError, parse_crawl_arguments
-from lyra_crawl.spiders.serp import STORAGE_ERROR, SerpSpider
-from lyra_crawl.storage import StorageError, open_storage
+from lyra_crawl.query.arguments import ArgumentError, parse_launch
+from lyra_crawl.session.crawl import STORAGE_ERROR
+from lyra_crawl.spiders.serp import SerpSpider
 
 EXIT_BAD_INPUT = 2
 EXIT_STORAGE_FAILED = 1
@@ -29,10 +31,9 @@ class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and args[0] == SerpSpider.name:
             try:
-                config = load_config(self.settings.get("LYRA_CONFIG_DIR"))
-                parse_crawl_arguments(opts.spargs, config)
-                open_storage(self.settings.get("LYRA_DB_PATH")).close()
-            except (ArgumentError, ConfigError, StorageError) as exc:
+                parse_launch(opts.spargs, load_config(self.settings.get("LYRA_CONFIG_DIR")))
+                run_sync(self._check_backends())
+            except (ArgumentError, ConfigError, BackendError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = EXIT_BAD_INPUT
                 return
@@ -40,6 +41,10 @@ class Command(ScrapyCrawlCommand):
         crawler = self._crawler
         if crawler is not None and crawler.stats.get_value("finish_reason") == STORAGE_ERROR:
             self.exitcode = EXIT_STORAGE_FAILED
+
+    async def _check_backends(self) -> None:
+        backends = await open_backends(urls_from_settings(self.settings))
+        await backends.close()
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         # Kept to read its close reason: the process has dropped it once the crawl is over.

@@ -1,7 +1,7 @@
 """`scrapy interventions`: list the open block pages awaiting a person; `--resolve ID` closes one.
 
-Block pages (CAPTCHA, 403, 429, ...) are queued by BlockDetectionMiddleware in the database
-(LYRA_DB_PATH). Resolving one does not close the engine's breaker: that reopens on its own
+Block pages (CAPTCHA, 403, 429, ...) are queued by BlockDetectionMiddleware in the store
+(LYRA_DB_URL). Resolving one does not close the engine's breaker: that reopens on its own
 cool-down with a trial request.
 """
 
@@ -12,7 +12,7 @@ import sys
 
 from scrapy.commands import ScrapyCommand
 
-from lyra_crawl.storage import open_storage
+from lyra_crawl.backends import run_sync, with_backends
 
 EXIT_NOT_FOUND = 2
 
@@ -32,27 +32,28 @@ class Command(ScrapyCommand):
         parser.add_argument("--resolve", type=int, metavar="ID", help="close intervention ID")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        storage = open_storage(self.settings["LYRA_DB_PATH"])
-        try:
-            if opts.resolve is not None:
-                if storage.resolve_intervention(opts.resolve):
-                    print(f"resolved intervention {opts.resolve}")
-                else:
-                    print(
-                        f"error: no open intervention {opts.resolve}: list them with "
-                        "`scrapy interventions`",
-                        file=sys.stderr,
-                    )
-                    self.exitcode = EXIT_NOT_FOUND
-                return
-            rows = storage.open_interventions()
-            if not rows:
-                print("no open interventions")
-            for row in rows:
-                query = row["query_id"] if row["query_id"] is not None else "-"
+        if opts.resolve is not None:
+            resolved = run_sync(
+                with_backends(self.settings, lambda b: b.store.resolve_intervention(opts.resolve))
+            )
+            if resolved:
+                print(f"resolved intervention {opts.resolve}")
+            else:
                 print(
-                    f"{row['id']}  {row['engine']}  {row['kind']}  {row['created_at']}  "
-                    f"query {query}  {row['url']}"
+                    f"error: no open intervention {opts.resolve}: list them with "
+                    "`scrapy interventions`",
+                    file=sys.stderr,
                 )
-        finally:
-            storage.close()
+                self.exitcode = EXIT_NOT_FOUND
+            return
+        interventions = run_sync(
+            with_backends(self.settings, lambda b: b.store.open_interventions())
+        )
+        if not interventions:
+            print("no open interventions")
+        for open_one in interventions:
+            query = open_one.query_id if open_one.query_id is not None else "-"
+            print(
+                f"{open_one.id}  {open_one.engine}  {open_one.kind}  {open_one.created_at}  "
+                f"query {query}  {open_one.url}"
+            )

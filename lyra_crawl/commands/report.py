@@ -2,8 +2,8 @@
 
 Prints per query: engine, sources, pages per source, items new vs repeated, stop reasons,
 harvest, attribution counts and quota use today; --html also writes one self-contained page
-with plots. Reads LYRA_DB_PATH and LYRA_CONFIG_DIR. Exit status 1 when no query matches,
-2 when the database or config cannot be read.
+with plots. Reads the store (LYRA_DB_URL), the Coordinator (LYRA_COORDINATION_URL) and
+LYRA_CONFIG_DIR. Exit status 1 when no query matches, 2 when the store or config cannot be read.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from lyra_crawl.config import ConfigError, load_config
-from lyra_crawl.reports.text import query_report, quota_use, report_text
-from lyra_crawl.storage import Storage, StorageError, open_storage
+from lyra_crawl.backends import Backends, run_sync, with_backends
+from lyra_crawl.backends.records import BackendError
+from lyra_crawl.config import ConfigError, LyraConfig, load_config
+from lyra_crawl.reports.text import QueryReport, QuotaUse, query_report, quota_use, report_text
 
 DEFAULT_LAST = 10
 
@@ -50,22 +51,18 @@ class Command(ScrapyCommand):
             raise UsageError(f"unexpected argument {args[0]!r}")
         if opts.last is not None and opts.last < 1:
             raise UsageError("--last must be 1 or more")
+        now = datetime.now(UTC)
         try:
             config = load_config(self.settings.get("LYRA_CONFIG_DIR"))
-            storage = open_storage(self.settings.get("LYRA_DB_PATH"))
-        except (ConfigError, StorageError) as exc:
+            reports, quota, where = run_sync(
+                with_backends(self.settings, lambda b: self._gather(b, config, opts, now))
+            )
+        except (ConfigError, BackendError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
-        try:
-            ids = self._query_ids(storage, opts)
-            reports = [r for r in (query_report(storage, i) for i in ids) if r is not None]
-            now = datetime.now(UTC)
-            quota = quota_use(storage, config, now.date())
-        finally:
-            storage.close()
         if not reports:
-            print(f"error: no query matches in {storage.path}", file=sys.stderr)
+            print(f"error: no query matches in {where}", file=sys.stderr)
             self.exitcode = 1
             return
         print(report_text(reports, quota))
@@ -77,9 +74,16 @@ class Command(ScrapyCommand):
             Path(opts.html).write_text(page, encoding="utf-8")
             print(f"wrote {opts.html}")
 
-    def _query_ids(self, storage: Storage, opts: argparse.Namespace) -> list[int]:
+    async def _gather(
+        self, backends: Backends, config: LyraConfig, opts: argparse.Namespace, now: datetime
+    ) -> tuple[list[QueryReport], list[QuotaUse], str]:
+        store = backends.store
         if opts.query_id:
-            return opts.query_id
-        if opts.task:
-            return storage.task_query_ids(opts.task)
-        return storage.recent_query_ids(opts.last or DEFAULT_LAST)
+            ids = opts.query_id
+        elif opts.task:
+            ids = await store.query_ids(task_id=opts.task)
+        else:
+            ids = await store.query_ids(last=opts.last or DEFAULT_LAST)
+        reports = [r for r in [await query_report(store, i) for i in ids] if r is not None]
+        quota = await quota_use(backends.coordinator, config, now.date())
+        return reports, quota, store.url

@@ -1,29 +1,21 @@
-"""What the politeness downloader middlewares share: refusals, waits, config and storage.
+"""What lyra's downloader middlewares share: the crawl session, refusals, counting.
 
-Each middleware reads engines.yaml (LYRA_CONFIG_DIR) and opens the database (LYRA_DB_PATH)
-once, in `from_crawler`, and raises NotConfigured when its `LYRA_*_ENABLED` setting is off.
-Requests without `lyra_engine` in their meta pass through untouched.
-
-Waiting requests leave the shared concurrency. Scrapy counts every request between the engine
-and the download handler against CONCURRENT_REQUESTS, waits in middlewares included, so a few
-requests sleeping until a slow engine's next slot would stall every other engine of the crawl.
-While a middleware waits, the request is therefore taken out of the downloader's active set, and
-the spider is kept open (DontCloseSpider) until no request is waiting.
+Each middleware gets the CrawlSession in `from_crawler` and raises NotConfigured when its
+`LYRA_*_ENABLED` setting is off. Requests that carry no RequestState (not lyra's), or whose
+engine engines.yaml does not list, pass through untouched.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import ClassVar, Self
 
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DontCloseSpider, IgnoreRequest, NotConfigured
+from scrapy.exceptions import IgnoreRequest, NotConfigured
 
-from lyra_crawl.config import LyraConfig, load_config
-from lyra_crawl.storage import Storage, open_storage
+from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.request_state import RequestState, request_state
 
 logger = logging.getLogger(__name__)
 
@@ -38,35 +30,25 @@ class RequestRefused(IgnoreRequest):
 
 
 class EngineMiddleware:
-    """Base of the middlewares that act on requests carrying `lyra_engine`."""
+    """Base of the middlewares that act on lyra's engine requests."""
 
-    enabled_setting: ClassVar[str]
+    # The setting that switches the middleware on; None: always on.
+    enabled_setting: ClassVar[str | None] = None
 
-    def __init__(self, crawler: Crawler, config: LyraConfig, storage: Storage) -> None:
-        self.crawler = crawler
-        self.config = config
-        self.storage = storage
-        self.stats = crawler.stats
-        self.download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
-        self._waiting = 0
+    def __init__(self, session: CrawlSession) -> None:
+        self.session = session
+        self.config = session.config
+        self.stats = session.stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        settings = crawler.settings
-        if not settings.getbool(cls.enabled_setting):
+        if cls.enabled_setting and not crawler.settings.getbool(cls.enabled_setting):
             raise NotConfigured(f"{cls.enabled_setting} is off")
-        middleware = cls(
-            crawler,
-            load_config(settings.get("LYRA_CONFIG_DIR")),
-            open_storage(settings["LYRA_DB_PATH"]),
-        )
-        crawler.signals.connect(middleware.spider_idle, signal=signals.spider_idle)
-        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
-        return middleware
+        return cls(CrawlSession.of(crawler))
 
-    def engine_of(self, request: Request) -> str | None:
-        engine = request.meta.get("lyra_engine")
-        return engine if engine in self.config.policies else None
+    def state_of(self, request: Request) -> RequestState | None:
+        state = request_state(request.meta)
+        return state if state is not None and state.engine in self.config.policies else None
 
     def count(self, engine: str, event: str, value: float = 1) -> None:
         self.stats.inc_value(f"lyra/{engine}/{event}", value)
@@ -75,22 +57,3 @@ class EngineMiddleware:
         self.count(engine, f"refused/{stop_reason}")
         logger.warning("request to %s refused: %s", engine, message)
         return RequestRefused(engine, stop_reason, message)
-
-    @asynccontextmanager
-    async def outside_concurrency(self, request: Request) -> AsyncIterator[None]:
-        """Run the block's wait without the request counting against CONCURRENT_REQUESTS."""
-        downloader = self.crawler.engine.downloader
-        downloader.active.discard(request)
-        self._waiting += 1
-        try:
-            yield
-        finally:
-            self._waiting -= 1
-            downloader.active.add(request)
-
-    def spider_idle(self) -> None:
-        if self._waiting:
-            raise DontCloseSpider
-
-    def spider_closed(self) -> None:
-        self.storage.close()

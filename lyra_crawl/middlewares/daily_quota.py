@@ -1,37 +1,33 @@
 """Daily quota: reserve one unit of the engine's `daily_limit` before each request goes out.
 
-The reservation is one conditional statement on `engine_usage` (engine, UTC date), so crawls in
-any number of processes sharing the database never exceed the limit between them. A spent quota
-refuses the request with RequestRefused (stop reason `quota`), counted under
-`lyra/<engine>/refused/quota`; units taken are counted under `lyra/<engine>/quota/reserved`.
-Engines whose daily_limit is null are counted but never refused.
+The reservation is one atomic step in the Coordinator (engine, UTC date), so crawls in any
+number of processes sharing it never exceed the limit between them. A spent quota refuses the
+request with RequestRefused (stop reason `quota`), counted under `lyra/<engine>/refused/quota`;
+units taken are counted under `lyra/<engine>/quota/reserved`. Engines whose daily_limit is null
+are counted but never refused.
 
-Settings: LYRA_QUOTA_ENABLED (default on), LYRA_CONFIG_DIR, LYRA_DB_PATH.
+Settings: LYRA_QUOTA_ENABLED (default on); daily_limit per engine in engines.yaml.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from scrapy import Request
 
 from lyra_crawl.middlewares.base import EngineMiddleware
-
-
-def utc_date() -> str:
-    return datetime.now(UTC).date().isoformat()
+from lyra_crawl.politeness.quota import utc_date
 
 
 class DailyQuotaMiddleware(EngineMiddleware):
     enabled_setting = "LYRA_QUOTA_ENABLED"
 
-    def process_request(self, request: Request) -> None:
-        engine = self.engine_of(request)
-        if engine is None:
+    async def process_request(self, request: Request) -> None:
+        state = self.state_of(request)
+        if state is None:
             return
+        engine = state.engine
         limit = self.config.policy(engine).daily_limit
         date = utc_date()
-        if not self.storage.reserve_quota(engine, date, limit):
+        if not await self.session.coordinator.reserve_quota(engine, date, limit):
             raise self.refuse(
                 engine,
                 "quota",

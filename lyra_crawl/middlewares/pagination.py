@@ -1,113 +1,193 @@
-"""Pagination stop: decide after each page whether the next one is worth a request.
+"""Pagination: the one place that decides, for every source of every query, when it stops.
 
-A spider middleware. It sees one page's output (its SerpItems and the proposed next-page
-request), scores each result's relevance against the query (lyra_crawl.paging.relevance),
-computes the page's novelty rate against every URL already seen for the query in this crawl
-(and, with `-a novelty_scope=history`, stored by earlier crawls of the same normalized query)
-and its harvest rate, and asks `PaginationStrategy.should_fetch_next`
-(lyra_crawl.paging.stop_rules). When the answer is stop it drops the proposed request and
-records the reason.
+A spider middleware. With each page the spider yields its items, a PageOutcome and the next
+page it proposes. This middleware opens the page in its query's ledger, measures the page
+(lyra_crawl.paging.source_paging: relevance of each result, novelty against every URL the
+source showed before — and, with `-a novelty_scope=history`, stored by earlier crawls of the
+same query — and harvest) and asks the stop rules (lyra_crawl.paging.stop_rules). When they say
+stop, the proposed request is dropped and the reason recorded on the query: blocked, error,
+empty_page, max_pages, pagination_disabled, novelty, harvest. A request that got no answer ends
+its source through `stop_after_failure` (refused by quota or breaker: quota / blocked; a
+network error: error), called by the spider's errback, which Scrapy does not pass through
+spider middlewares.
 
 Governed by the spider arguments `strategy`, `serp_max_pages`, `novelty_scope` and by the
-`pagination:` section of engines.yaml (min_novelty_rate, min_harvest_rate, relevance_threshold).
-Stats: `lyra/stop_reason/<reason>`, `lyra/<source>/novelty_stop` etc.
+`pagination:` section of engines.yaml (min_novelty_rate, min_harvest_rate,
+relevance_threshold). Stats: `lyra/stop_reason/<reason>` once each query closes.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
+from twisted.python.failure import Failure
 
+from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.engines.urls import normalize_url
-from lyra_crawl.items import SerpItem
-from lyra_crawl.paging.relevance import RelevanceScorer, harvest_rate
-from lyra_crawl.paging.stop_rules import PageContext, calculate_novelty_rate
+from lyra_crawl.items import ResultItem
+from lyra_crawl.middlewares.base import RequestRefused
+from lyra_crawl.paging.stop_rules import StopReason
+from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.page_outcome import PageOutcome
+from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.request_state import RequestKind, RequestState, request_state
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class _SourceState:
-    scorer: RelevanceScorer
-    seen_urls: set[str] = field(default_factory=set)
-
-
 class PaginationMiddleware:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._sources: dict[str, _SourceState] = {}
+    def __init__(self, session: CrawlSession) -> None:
+        self.session = session
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> PaginationMiddleware:
-        return cls(crawler)
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(CrawlSession.of(crawler))
 
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        # The callback is lazy: it has set the page's outcome only once its output is drained.
         outputs = [output async for output in result]
-        meta = response.meta if response is not None else {}
-        if "lyra_outcome" not in meta:
+        page = next((o for o in outputs if isinstance(o, PageOutcome)), None)
+        query = self.session.query(page.query_id) if page is not None else None
+        if page is None or query is None:
             for output in outputs:
-                yield output
+                if not isinstance(output, PageOutcome):
+                    yield output
             return
-        source = meta["lyra_source"]
-        items = [o for o in outputs if isinstance(o, SerpItem)]
-        is_next_page = [
-            isinstance(o, Request) and o.meta.get("lyra_source") == source for o in outputs
-        ]
-        keep_next_page = self._should_continue(meta, items)
-        for output, next_page in zip(outputs, is_next_page, strict=True):
-            if keep_next_page or not next_page:
-                yield output
+        items = [o for o in outputs if isinstance(o, ResultItem)]
+        proposed = [o for o in outputs if _is_next_page(o, page)]
+        if page.kind is RequestKind.TOKEN_PAGE:
+            go_on = self._after_token_page(query, page)
+        else:
+            go_on = await self._after_page(query, page, items, bool(proposed))
+        for output in outputs:
+            if isinstance(output, PageOutcome) or (output in proposed and not go_on):
+                continue
+            yield output
 
-    def _state(self, source: str) -> _SourceState:
-        state = self._sources.get(source)
-        if state is None:
-            spider = self.crawler.spider
-            state = _SourceState(scorer=RelevanceScorer(spider.arguments.query, spider.relevance))
-            if spider.arguments.novelty_scope == "history":
-                state.seen_urls.update(spider.storage.earlier_urls(spider.query_id))
-            self._sources[source] = state
-        return state
-
-    def _should_continue(self, meta: dict[str, Any], items: list[SerpItem]) -> bool:
-        spider = self.crawler.spider
-        source = meta["lyra_source"]
-        page_number = meta["lyra_page"]
-        outcome = Outcome(meta["lyra_outcome"])
-        state = self._state(source)
+    async def _after_page(
+        self, query: QuerySession, page: PageOutcome, items: list[ResultItem], proposed: bool
+    ) -> bool:
+        """Measure the page, open it in the ledger, and decide on the next one."""
+        source = page.source
+        paging = query.paging[source]
         for item in items:
             item.normalized_url = normalize_url(item.url)  # the pipelines reuse it
-        urls = [item.normalized_url for item in items]
-        novelty = calculate_novelty_rate(urls, state.seen_urls)
-        state.seen_urls.update(urls)
-        scores = state.scorer.score_page([(item.title, item.snippet) for item in items])
-        for item, score in zip(items, scores, strict=True):
-            item.relevance = round(score, 4)
-        harvest = harvest_rate(scores, spider.relevance.threshold) if items else 0.0
-        spider.pages.annotate(source, page_number, novelty_rate=novelty, harvest_rate=harvest)
-        decision = spider.pagination.should_fetch_next(
-            PageContext(
-                page_number=page_number,
-                serp_page=spider.arguments.serp_page,
-                results_on_page=len(items),
-                novelty_rate=novelty,
-                harvest_rate=harvest,
-                blocked=outcome.is_block,
-                error=outcome is Outcome.ERROR,
-                engine_max_pages=spider.page_cap(source),
-            )
+        figures = paging.measure(
+            [item.normalized_url for item in items], [(item.title, item.snippet) for item in items]
         )
-        logger.debug("%s page %d: %s", source, page_number, decision.detail)
-        if decision.fetch_next:
+        for item, score in zip(items, figures.relevance, strict=True):
+            item.relevance = score
+        record = PageRecord(
+            query_id=query.query_id,
+            source=source,
+            page_number=page.page_number,
+            outcome=page.outcome.value,
+            results=page.results,
+            url=page.url,
+        )
+        query.ledger.open_page(record, expected=len(items))
+        query.ledger.annotate(
+            source,
+            page.page_number,
+            novelty_rate=figures.novelty_rate,
+            harvest_rate=figures.harvest_rate,
+        )
+        self._count(page)
+        decision = paging.decide(
+            query.pagination,
+            page_number=page.page_number,
+            results=len(items),
+            figures=figures,
+            blocked=page.outcome.is_block,
+            error=page.outcome is Outcome.ERROR,
+        )
+        go_on = decision.fetch_next and proposed
+        if not decision.fetch_next:
+            self._stop(query, page, decision.reason, decision.detail)
+        elif not proposed:
+            query.stop(source, StopReason.EMPTY_PAGE, page.no_next_page or decision.detail)
+        if not items:
+            await self.session.settle(query)  # nothing will pass the pipelines for this page
+        return go_on
+
+    def _after_token_page(self, query: QuerySession, page: PageOutcome) -> bool:
+        self.session.stats.inc_value(f"lyra/{page.source}/token_page/{page.outcome.value}")
+        if page.outcome is Outcome.OK:
             return True
-        spider.record_stop(source, decision.reason.value, decision.detail)
+        logger.warning("%s token page %s: %s", page.source, page.outcome.value, page.detail)
+        reason = StopReason.BLOCKED if page.outcome.is_block else StopReason.ERROR
+        query.stop(page.source, reason, page.detail)
+        self.session.settle_later(query)
         return False
+
+    def _stop(
+        self, query: QuerySession, page: PageOutcome, reason: StopReason | None, detail: str
+    ) -> None:
+        first = query.first_page
+        if reason is StopReason.BLOCKED:
+            logger.warning(
+                "%s blocked page %d (%s: %s); keeping pages %d..%d",
+                page.source,
+                page.page_number,
+                page.outcome.value,
+                page.detail,
+                first,
+                page.page_number - 1,
+            )
+        elif reason is StopReason.ERROR:
+            logger.error("%s page %d failed: %s", page.source, page.page_number, page.detail)
+            detail = f"page {page.page_number}: {page.detail}"
+        query.stop(page.source, reason or StopReason.ERROR, detail)
+
+    def _count(self, page: PageOutcome) -> None:
+        stats = self.session.stats
+        stats.inc_value(f"lyra/{page.source}/pages")
+        stats.inc_value(f"lyra/{page.source}/outcome/{page.outcome.value}")
+        stats.inc_value(f"lyra/{page.source}/results", page.results)
+        for reason, count in page.dropped.items():
+            stats.inc_value(f"lyra/dropped/{reason}", count)
+
+
+def _is_next_page(output: Any, page: PageOutcome) -> bool:
+    if not isinstance(output, Request):
+        return False
+    state = request_state(output.meta)
+    return state is not None and state.query_id == page.query_id and state.engine == page.source
+
+
+def stop_after_failure(
+    crawl: CrawlSession, query: QuerySession, state: RequestState, failure: Failure
+) -> None:
+    """End the source of a request that got no answer: refused, or failed on the network."""
+    engine, page_number = state.engine, state.page_number
+    first = query.first_page
+    message = failure.getErrorMessage()
+    if failure.check(RequestRefused):
+        logger.warning(
+            "%s page %d not requested (%s); keeping pages %d..%d",
+            engine,
+            page_number,
+            message,
+            first,
+            page_number - 1,
+        )
+        query.stop(engine, failure.value.stop_reason, message)
+    else:
+        logger.error(
+            "%s page %d could not be fetched (%s); keeping pages %d..%d",
+            engine,
+            page_number,
+            message,
+            first,
+            page_number - 1,
+        )
+        crawl.stats.inc_value(f"lyra/{engine}/outcome/network_error")
+        query.stop(engine, StopReason.ERROR, message)
+    crawl.settle_later(query)

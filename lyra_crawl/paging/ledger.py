@@ -12,17 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lyra_crawl.storage import PageRecord
+from lyra_crawl.backends.records import PageRecord
 
 PageKey = tuple[str, int]
-Flush = Callable[[PageRecord, list[dict[str, Any]]], None]
+Flush = Callable[[PageRecord, list[Any]], None]
 
 
 @dataclass
 class _OpenPage:
     record: PageRecord
     expected: int
-    kept: list[dict[str, Any]] = field(default_factory=list)
+    kept: list[Any] = field(default_factory=list)
     dropped: int = 0
 
     @property
@@ -34,6 +34,10 @@ class PageLedger:
     def __init__(self, flush: Flush) -> None:
         self._flush = flush
         self._open: dict[PageKey, _OpenPage] = {}
+
+    def __len__(self) -> int:
+        """Pages still waiting for items."""
+        return len(self._open)
 
     def open_page(self, record: PageRecord, expected: int) -> None:
         """Announce a page and how many items will come for it (0 flushes at once)."""
@@ -47,7 +51,7 @@ class PageLedger:
         if page is not None:
             page.record = replace(page.record, **fields)
 
-    def keep(self, source: str, page_number: int, item: dict[str, Any]) -> None:
+    def keep(self, source: str, page_number: int, item: Any) -> None:
         key = (source, page_number)
         page = self._open[key]
         page.kept.append(item)

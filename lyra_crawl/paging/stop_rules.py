@@ -13,8 +13,10 @@ harvest minimums) and by the engine's own `max_pages` cap from `config/engines.y
 
 Every strategy stops early on a blocked page, an error, a spent quota or an empty page. When
 several stop reasons hold at once, the reported one is the first of
-blocked > error > quota > empty_page > max_pages > novelty > harvest: conditions that say the
-source cannot go on outrank the page limit, which outranks the judgement calls on the rates.
+blocked > error > quota > empty_page > max_pages (or pagination_disabled) > novelty > harvest:
+conditions that say the source cannot go on outrank the page limit, which outranks the
+judgement calls on the rates. `cancelled` is given to sources still paging when the crawl
+closes.
 """
 
 import math
@@ -44,12 +46,16 @@ class Strategy(str, Enum):
 
 class StopReason(str, Enum):
     MAX_PAGES = "max_pages"
+    # engines.yaml turns paging off for the engine: only the first page was asked for.
+    PAGINATION_DISABLED = "pagination_disabled"
     NOVELTY = "novelty"
     HARVEST = "harvest"
     EMPTY_PAGE = "empty_page"
     BLOCKED = "blocked"
     ERROR = "error"
     QUOTA = "quota"
+    # The crawl closed before the source finished (Ctrl-C, a storage failure, a shutdown).
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,9 @@ class PageContext:
     error: bool = False
     quota_spent: bool = False
     engine_max_pages: int | None = None
+    # engines.yaml has pagination_enabled: false for the engine (engine_max_pages is then the
+    # first page).
+    pagination_disabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +167,11 @@ class PaginationStrategy:
             return _stop(StopReason.EMPTY_PAGE, f"page {page} has no results")
         last = self.last_page(ctx.serp_page, ctx.engine_max_pages)
         if page >= last:
+            if ctx.pagination_disabled and last < self.last_page(ctx.serp_page, None):
+                return _stop(
+                    StopReason.PAGINATION_DISABLED,
+                    f"paging is off for this engine (engines.yaml): page {page} only",
+                )
             return _stop(StopReason.MAX_PAGES, f"reached last page {last} at page {page}")
         if self.config.strategy is Strategy.AUTO:
             if _below(ctx.novelty_rate, self.config.min_novelty_rate):

@@ -42,6 +42,7 @@ from lyra_crawl.papers.identifiers import (
     normalize_doi,
     normalize_pmid,
 )
+from lyra_crawl.results import ResultFields, ResultKind
 
 __all__ = [
     "Attribution",
@@ -54,25 +55,17 @@ __all__ = [
 ]
 
 Attribution = Literal["both", "api_only", "serp_only"]
-RecordKind = Literal["serp", "api"]
+RecordKind = ResultKind
 
 
-@dataclass
-class PaperRecord:
+@dataclass(kw_only=True)
+class PaperRecord(ResultFields):
     """One result about a paper, from one source (a SERP engine or a scholarly API)."""
 
     source: str
     title: str
     kind: RecordKind = "api"
-    year: int | None = None
-    authors: tuple[str, ...] = ()
-    venue: str | None = None
-    abstract: str | None = None
     url: str | None = None
-    doi: str | None = None
-    arxiv_id: str | None = None
-    pmid: str | None = None
-    source_id: str | None = None
 
 
 @dataclass

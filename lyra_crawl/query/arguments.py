@@ -12,8 +12,9 @@ from typing import Any
 
 from lyra_crawl.config import STRATEGIES, TIME_RANGES, LyraConfig
 from lyra_crawl.engines.request import QueryError, check_query, resolve_region, resolve_time_range
+from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 
-SERP_MAX_PAGES_RANGE = (1, 10)
+SERP_MAX_PAGES_RANGE = (1, SERP_MAX_PAGES_LIMIT)
 CACHE_MODES = ("use", "refresh", "off")
 SERP_SOURCE = "serp"
 DEFAULT_SOURCES = (SERP_SOURCE, "semantic_scholar", "openalex")
@@ -39,6 +40,11 @@ KNOWN_ARGUMENTS = frozenset(
 )
 
 
+# Arguments of a crawl that runs a stored batch (`scrapy batch FILE` records it).
+BATCH_ARGUMENTS = frozenset({"batch", "concurrency"})
+DEFAULT_CONCURRENCY = 10
+
+
 class ArgumentError(ValueError):
     """A spider argument is wrong; the message names it, the value and the fix."""
 
@@ -59,6 +65,48 @@ class CrawlArguments:
     novelty_scope: str = "query"
     harvest_rate: float | None = None
     resume: bool = False
+
+
+@dataclass(frozen=True)
+class SingleQuery:
+    """`-a query=…`: a crawl of one query."""
+
+    arguments: CrawlArguments
+
+
+@dataclass(frozen=True)
+class StoredBatch:
+    """`-a batch=ID`: a crawl of a stored batch's entries, `concurrency` queries at a time."""
+
+    batch_id: int
+    concurrency: int = DEFAULT_CONCURRENCY
+    job_id: str | None = None
+
+
+LaunchPlan = SingleQuery | StoredBatch
+
+
+def parse_launch(raw: Mapping[str, Any], config: LyraConfig) -> LaunchPlan:
+    """What a crawl runs: one query, or the entries of a stored batch."""
+    if "batch" not in raw:
+        if "concurrency" in raw:
+            raise ArgumentError(
+                "concurrency goes with a stored batch: -a batch=ID -a concurrency=N"
+            )
+        return SingleQuery(parse_crawl_arguments(raw, config))
+    beside = sorted(set(raw) - BATCH_ARGUMENTS - SCRAPYD_ARGUMENTS)
+    if beside:
+        raise ArgumentError(
+            f"spider argument '{beside[0]}' cannot go with -a batch=: a batch's entries carry "
+            "their own arguments (put it in the batch file's defaults)"
+        )
+    return StoredBatch(
+        batch_id=_whole_number(raw["batch"], "batch", 1, None),
+        concurrency=_whole_number(
+            raw.get("concurrency", DEFAULT_CONCURRENCY), "concurrency", 1, None
+        ),
+        job_id=raw.get("_job") or None,
+    )
 
 
 def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
@@ -123,7 +171,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
     if unknown:
         raise ArgumentError(
             f"unknown spider argument '{unknown[0]}': "
-            f"use one of {', '.join(sorted(KNOWN_ARGUMENTS))}"
+            f"use one of {', '.join(sorted(KNOWN_ARGUMENTS | BATCH_ARGUMENTS))}"
         )
     query = raw.get("query")
     if query is None or not str(query).strip():

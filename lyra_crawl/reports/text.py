@@ -8,27 +8,24 @@ figures as one HTML page.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+from lyra_crawl.backends import Backends
+from lyra_crawl.backends.protocols import Coordinator, ResultStore
+from lyra_crawl.backends.records import StoredPage
 from lyra_crawl.config import LyraConfig, load_config
-from lyra_crawl.storage import Storage
 
 ATTRIBUTIONS = ("both", "api_only", "serp_only")
 
 
-@dataclass(frozen=True)
-class PageFigures:
-    source: str
-    page_number: int
-    outcome: str
-    results: int
-    items_stored: int
-    novelty_rate: float | None
-    harvest_rate: float | None
+@dataclass(frozen=True, kw_only=True)
+class PageFigures(StoredPage):
+    @classmethod
+    def of(cls, page: StoredPage) -> PageFigures:
+        return cls(**vars(page))
 
     @property
     def novelty(self) -> float | None:
@@ -36,9 +33,6 @@ class PageFigures:
         if self.novelty_rate is not None:
             return self.novelty_rate
         return self.items_stored / self.results if self.results else None
-
-
-PAGE_COLUMNS = tuple(field.name for field in fields(PageFigures))
 
 
 @dataclass(frozen=True)
@@ -74,37 +68,34 @@ class QuotaUse:
     daily_limit: int | None
 
 
-def query_report(storage: Storage, query_id: int) -> QueryReport | None:
-    row = storage.query(query_id)
+async def query_report(store: ResultStore, query_id: int) -> QueryReport | None:
+    row = await store.query(query_id)
     if row is None:
         return None
-    counts = storage.attribution_counts(query_id)
-    pages = [
-        PageFigures(**{name: page[name] for name in PAGE_COLUMNS})
-        for page in storage.pages(query_id)
-    ]
+    counts = await store.attribution_counts(query_id)
+    pages = [PageFigures.of(page) for page in await store.pages(query_id)]
     return QueryReport(
-        query_id=row["id"],
-        query_text=row["query_text"],
-        task_id=row["task_id"],
-        job_id=row["job_id"],
-        engine=row["engine"],
-        sources=row["sources"],
-        status=row["status"],
-        started_at=row["started_at"],
+        query_id=row.id,
+        query_text=row.query_text,
+        task_id=row.task_id,
+        job_id=row.job_id,
+        engine=row.engine,
+        sources=row.sources,
+        status=row.status,
+        started_at=row.started_at,
         # Counted from the stored pages: an interrupted crawl never wrote its row's totals.
         items=sum(page.items_stored for page in pages),
-        repeated=storage.repeated_url_count(query_id),
-        stop_reasons=json.loads(row["stop_reason"]) if row["stop_reason"] else {},
-        harvest_rate=row["harvest_rate"],
+        repeated=await store.repeated_url_count(query_id),
+        stop_reasons=dict(row.stop_reason),
+        harvest_rate=row.harvest_rate,
         attribution={name: counts.get(name, 0) for name in ATTRIBUTIONS},
         pages=pages,
     )
 
 
-def quota_use(storage: Storage, config: LyraConfig, day: date) -> list[QuotaUse]:
+async def quota_use(coordinator: Coordinator, config: LyraConfig, day: date) -> list[QuotaUse]:
     """Engines used on `day` or holding a daily limit, with requests counted against it."""
-    used = storage.engine_usage_on(day.isoformat())
+    used = await coordinator.quota_used_on(day.isoformat())
     engines = sorted(
         set(used)
         | {
@@ -172,18 +163,16 @@ def report_text(reports: Sequence[QueryReport], quota: Sequence[QuotaUse]) -> st
     return "\n".join(lines)
 
 
-def query_summary(storage: Storage, query_id: int, *, first_items: int = 5) -> str:
+async def query_summary(backends: Backends, query_id: int, *, first_items: int = 5) -> str:
     """One query's report with its pages and first items, as plain text (`make demo`)."""
-    report = query_report(storage, query_id)
+    store = backends.store
+    report = await query_report(store, query_id)
     if report is None:
-        return f"query {query_id}: not in {storage.path}"
-    items = storage.items(query_id)
-    quota = quota_use(storage, load_config(), datetime.now(UTC).date())
+        return f"query {query_id}: not in {store.url}"
+    items = await store.items(query_id)
+    quota = await quota_use(backends.coordinator, load_config(), datetime.now(UTC).date())
     lines = [*query_lines(report, quota), "  pages:", *page_lines(report)]
     lines.append(f"  first {min(first_items, len(items))} items:")
     for item in items[:first_items]:
-        lines.append(
-            f"    #{item['rank']} (page {item['page_number']}) {item['title']}\n"
-            f"        {item['url']}"
-        )
+        lines.append(f"    #{item.rank} (page {item.page_number}) {item.title}\n        {item.url}")
     return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""Close one query: its papers merged and linked, its row finished, its cache entry written.
+
+Runs once per query, when its last page is stored (or when the crawl closes around it). Stats:
+`lyra/stop_reason/<reason>` per source, `lyra/papers/<attribution>` per canonical paper.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from lyra_crawl.session.query import QuerySession
+
+if TYPE_CHECKING:
+    from lyra_crawl.session.crawl import CrawlSession
+
+logger = logging.getLogger(__name__)
+
+
+async def close_query(crawl: CrawlSession, session: QuerySession, status: str) -> None:
+    store = crawl.store
+    query_id = session.query_id
+    for reason in session.stop_reasons.values():
+        crawl.stats.inc_value(f"lyra/stop_reason/{reason}")
+    if session.cached_from is not None:
+        await store.copy_paper_links(session.cached_from, query_id)
+    elif len(session.papers):
+        merged = session.papers.merged()
+        for attribution, count in merged.attribution.items():
+            if count:
+                crawl.stats.inc_value(f"lyra/papers/{attribution}", count)
+        await store.save_papers(query_id, merged.papers, merged.fused_ranks, merged.attribution)
+    row = await store.finish_query(
+        query_id,
+        status=status,
+        stop_reasons=session.stop_reasons,
+        errors=session.errors,
+        relevance_threshold=crawl.config.pagination.relevance_threshold,
+    )
+    arguments = session.arguments
+    if status == "finished" and row.items and not session.cache_hit and arguments.cache != "off":
+        now = datetime.now(UTC)
+        await store.store_cache_entry(
+            session.cache_key,
+            query_id,
+            created_at=now,
+            expires_at=now + timedelta(hours=crawl.config.cache_ttl_hours),
+        )
+    if session.batch_entry_id is not None:
+        # An interrupted entry is taken again by the batch's next run, which resumes it.
+        state = {"finished": "done", "interrupted": "pending"}.get(status, "failed")
+        await store.finish_entry(session.batch_entry_id, state=state, query_id=query_id)
+    logger.info(
+        "query %d %s: %d pages, %d items, stop %s",
+        query_id,
+        status,
+        row.pages_fetched,
+        row.items,
+        session.stop_reasons,
+    )

@@ -1,0 +1,234 @@
+"""CrawlSession: one per crawler, the Scrapy extension every lyra component shares state through.
+
+Built from the crawler's settings before the first request: the config (LYRA_CONFIG_DIR), the
+backends (LYRA_DB_URL / LYRA_DB_PATH, LYRA_COORDINATION_URL; opened when the spider opens,
+closed when it closes), the simulator URL, the API secrets, and the registry of the crawl's
+QuerySessions by query id. The spider, middlewares and pipelines get it in `from_crawler`
+(`crawler.get_extension(CrawlSession)`) and find a request's or item's query through it.
+
+It also keeps the crawl open while lyra has work Scrapy cannot see: requests waiting for their
+engine outside the shared concurrency, and queries being closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any, Self
+
+from scrapy import Request, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet.task import LoopingCall
+
+from lyra_crawl.backends import Backends, open_backends, urls_from_settings
+from lyra_crawl.backends.protocols import Coordinator, ResultStore
+from lyra_crawl.backends.records import BackendError
+from lyra_crawl.config import EngineSpec, LyraConfig, load_config
+from lyra_crawl.engines.base import PageRequest
+from lyra_crawl.engines.request import build_page_request, secrets_from_settings
+from lyra_crawl.session.closing import close_query
+from lyra_crawl.session.query import CompletedPage, QuerySession
+
+logger = logging.getLogger(__name__)
+
+# The close reason of a crawl whose store refused a write; `scrapy crawl` exits 1 on it.
+STORAGE_ERROR = "storage_error"
+
+
+class CrawlSession:
+    def __init__(self, crawler: Crawler, config: LyraConfig) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.config = config
+        self.stats = crawler.stats
+        self.simulator_url: str | None = settings.get("LYRA_SIMULATOR_URL") or None
+        self.secrets = secrets_from_settings(settings)
+        self.download_timeout = settings.getfloat("DOWNLOAD_TIMEOUT")
+        # Who holds a breaker's half-open trial or a batch entry's lease.
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._backend_urls = urls_from_settings(settings)
+        self._backends: Backends | None = None
+        self.queries: dict[int, QuerySession] = {}
+        self.storage_failure: BackendError | None = None
+        self._room = asyncio.Condition()
+        self._waiting = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._warned: set[str] = set()
+        self._lease_renewal: LoopingCall | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        session = cls(crawler, load_config(crawler.settings.get("LYRA_CONFIG_DIR")))
+        crawler.signals.connect(session.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(session.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(session.spider_closed, signal=signals.spider_closed)
+        return session
+
+    @staticmethod
+    def of(crawler: Crawler) -> CrawlSession:
+        """The crawler's session (components call this in from_crawler)."""
+        session = crawler.get_extension(CrawlSession)
+        if session is None:
+            raise RuntimeError(
+                "CrawlSession is not enabled: keep lyra_crawl.session.CrawlSession in EXTENSIONS"
+            )
+        return session
+
+    # -- backends ----------------------------------------------------------------------------
+
+    @property
+    def store(self) -> ResultStore:
+        assert self._backends is not None, "the backends open with the spider"
+        return self._backends.store
+
+    @property
+    def coordinator(self) -> Coordinator:
+        assert self._backends is not None, "the backends open with the spider"
+        return self._backends.coordinator
+
+    async def spider_opened(self) -> None:
+        self._backends = await open_backends(self._backend_urls)
+
+    # -- the registry of queries -------------------------------------------------------------
+
+    def query(self, query_id: int) -> QuerySession | None:
+        return self.queries.get(query_id)
+
+    def register(self, session: QuerySession) -> None:
+        self.queries[session.query_id] = session
+
+    async def wait_for_room(self, concurrency: int) -> None:
+        """Until fewer than `concurrency` queries are running."""
+        async with self._room:
+            await self._room.wait_for(lambda: len(self.queries) < concurrency)
+
+    def page_request(
+        self,
+        session: QuerySession,
+        spec: EngineSpec,
+        page_number: int,
+        tokens: dict[str, str] | None = None,
+    ) -> PageRequest:
+        args = session.arguments
+        return build_page_request(
+            spec,
+            args.query,
+            page_number,
+            region=args.region,
+            time_range=args.time_range,
+            tokens=tokens,
+            secrets=self.secrets,
+        )
+
+    def warn_once(self, key: str, message: str, *args: Any) -> None:
+        """A WARNING said once per crawl (a batch runs the same engines many times)."""
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message, *args)
+
+    def keep_entry_leases(self, lease_s: float) -> None:
+        """Renew the leases of the batch entries this crawl runs, every third of `lease_s`."""
+
+        async def renew() -> None:
+            entries = [q.batch_entry_id for q in self.queries.values() if q.batch_entry_id]
+            if entries:
+                await self.store.renew_entry_leases(entries, owner=self.owner, lease_s=lease_s)
+
+        if self._lease_renewal is None:
+            self._lease_renewal = LoopingCall(lambda: deferred_from_coro(renew()))
+            self._lease_renewal.start(lease_s / 3, now=False)
+
+    # -- storing pages and closing queries ---------------------------------------------------
+
+    async def settle(self, session: QuerySession) -> None:
+        """Store the query's complete pages, and close it once nothing of it is left."""
+        for page in session.take_completed_pages():
+            await self._store_page(page)
+        if session.done:
+            await self._close(session, "finished")
+
+    def settle_later(self, session: QuerySession) -> None:
+        """`settle` from a place that cannot await (an errback)."""
+        self.run_later(self.settle(session))
+
+    def run_later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` in the background; the crawl stays open until it has ended."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("lyra background work failed", exc_info=task.exception())
+
+    async def _store_page(self, page: CompletedPage) -> None:
+        if self.storage_failure is not None:
+            return  # closing: nothing more can be written
+        try:
+            await self.store.store_page(page.record, page.items)
+        except BackendError as exc:
+            self.storage_failure = exc
+            logger.error(
+                "%s; stopping the crawl: pages before %s page %d of query %d are stored complete",
+                exc,
+                page.record.source,
+                page.record.page_number,
+                page.record.query_id,
+            )
+            # Not awaited: closing waits for the item being stored, which waits for this.
+            deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORAGE_ERROR))
+
+    async def _close(self, session: QuerySession, status: str) -> None:
+        session.closing = True
+        try:
+            for page in session.take_completed_pages():
+                await self._store_page(page)
+            if self.storage_failure is None:
+                await close_query(self, session, status)
+        finally:
+            self.queries.pop(session.query_id, None)
+            async with self._room:
+                self._room.notify_all()
+
+    # -- waiting outside Scrapy's concurrency ------------------------------------------------
+
+    @asynccontextmanager
+    async def outside_concurrency(self, request: Request) -> AsyncIterator[None]:
+        """Run the block's wait without the request counting against CONCURRENT_REQUESTS.
+
+        Scrapy counts every request between the engine and the download handler, waits in
+        middlewares included, so requests sleeping until a slow engine's next slot would stall
+        every other engine of the crawl. The crawl is kept open while any request waits.
+        """
+        downloader = self.crawler.engine.downloader
+        downloader.active.discard(request)
+        self._waiting += 1
+        try:
+            yield
+        finally:
+            self._waiting -= 1
+            downloader.active.add(request)
+
+    def spider_idle(self) -> None:
+        if self._waiting or self._tasks:
+            raise DontCloseSpider
+
+    async def spider_closed(self, reason: str) -> None:
+        if self._lease_renewal is not None and self._lease_renewal.running:
+            self._lease_renewal.stop()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        status = "finished" if reason == "finished" else "interrupted"
+        for session in list(self.queries.values()):
+            session.cancel_unfinished()
+            session.ledger.flush_all()
+            await self._close(session, status)
+        if self._backends is not None:
+            await self._backends.close()

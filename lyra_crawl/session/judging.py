@@ -1,0 +1,46 @@
+"""Judge a fetched page once: the engine's parser, then whether it repeats the page before it.
+
+Block detection judges every response when it runs and hands the verdict to the spider; with
+it switched off the spider judges. Either way through this one function, so a page is parsed
+once and a repeated page is a soft block in both cases.
+"""
+
+from __future__ import annotations
+
+from scrapy.http import Response
+
+from lyra_crawl.config import EngineSpec
+from lyra_crawl.engines.base import ParseResult
+from lyra_crawl.engines.blocks import repeated_page
+from lyra_crawl.engines.parsing import parse_fetched
+from lyra_crawl.engines.routing import engine_url
+from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.request_state import RequestKind, RequestState
+
+
+def response_engine_url(response: Response, state: RequestState, simulator_url: str | None) -> str:
+    """The response's URL on the engine's own host, for parsers that read it."""
+    return engine_url(response.url, state.engine_url, state.engine, simulator_url)
+
+
+def judge(
+    spec: EngineSpec,
+    response: Response,
+    state: RequestState,
+    session: QuerySession,
+    simulator_url: str | None,
+) -> ParseResult:
+    token_page = state.kind is RequestKind.TOKEN_PAGE
+    result = parse_fetched(
+        spec,
+        response.body,
+        state.page_number,
+        status=response.status,
+        url=response_engine_url(response, state, simulator_url),
+        token_page=token_page,
+    )
+    if token_page or result.follow_up is not None:
+        return result
+    result = repeated_page(session.previous_urls.get(spec.name), result)
+    session.previous_urls[spec.name] = tuple(found.url for found in result.results)
+    return result

@@ -1,0 +1,317 @@
+"""Open one query: its engine chosen, its row started (or an interrupted one reopened), its
+cache consulted, and the first page of each source planned.
+
+The result is a QuerySession registered with the crawl, plus what the spider sends first:
+the page requests to make, or, for a query answered from the cache, the stored results to
+replay (no request at all).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from lyra_crawl.backends.records import BatchEntry, QueryRecord, StoredQuery
+from lyra_crawl.config import EngineSpec
+from lyra_crawl.engines.base import PageRequest
+from lyra_crawl.engines.request import QueryError
+from lyra_crawl.items import ResultItem
+from lyra_crawl.paging.relevance import RelevanceConfig
+from lyra_crawl.paging.source_paging import SourcePaging
+from lyra_crawl.paging.stop_rules import PaginationConfig, PaginationStrategy, StopReason, Strategy
+from lyra_crawl.papers.collector import paper_record
+from lyra_crawl.politeness.breaker import refuses_now
+from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.politeness.selection import SelectionDecision, choose_engine
+from lyra_crawl.query.arguments import SERP_SOURCE, CrawlArguments, crawl_sources, usable_engines
+from lyra_crawl.query.cache_key import cache_key
+from lyra_crawl.query.text import normalize_query
+from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.replay import replayed_pages
+from lyra_crawl.session.request_state import RequestKind
+
+if TYPE_CHECKING:
+    from lyra_crawl.session.crawl import CrawlSession
+
+logger = logging.getLogger(__name__)
+
+
+class QueryNotOpened(RuntimeError):
+    """The query cannot start (no engine available, a resume refused); the message says why."""
+
+
+@dataclass(frozen=True)
+class PagePlan:
+    """A page for the spider to request."""
+
+    spec: EngineSpec
+    page: PageRequest
+    page_number: int
+    kind: RequestKind = RequestKind.PAGE
+
+
+@dataclass
+class OpenedQuery:
+    session: QuerySession
+    first_pages: list[PagePlan] = field(default_factory=list)
+    replay: list[ResultItem] = field(default_factory=list)
+
+
+async def open_query(
+    crawl: CrawlSession, arguments: CrawlArguments, entry: BatchEntry | None = None
+) -> OpenedQuery:
+    """Open and register one query; QueryNotOpened when it cannot start."""
+    normalized = normalize_query(arguments.query)
+    resumed = await _interrupted(crawl, arguments, normalized) if arguments.resume else None
+    engine, selection = await _engine(crawl, arguments, resumed)
+    sources = crawl_sources(engine, arguments.sources)
+    strategy = PaginationStrategy(
+        PaginationConfig(
+            serp_max_pages=arguments.serp_max_pages,
+            min_novelty_rate=crawl.config.pagination.min_novelty_rate,
+            min_harvest_rate=crawl.config.pagination.min_harvest_rate,
+            strategy=Strategy(arguments.strategy),
+        )
+    )
+    key = cache_key(normalized, sources, arguments.time_range, arguments.serp_max_pages)
+    record = _query_record(arguments, normalized, sources[0], selection, entry)
+    if resumed is None:
+        query_id = await crawl.store.start_query(record)
+    else:
+        query_id = resumed.id
+    session = QuerySession(
+        arguments=arguments,
+        query_id=query_id,
+        engine=engine,
+        sources=sources,
+        pagination=strategy,
+        paging={},
+        start_pages={},
+        cache_key=key,
+        batch_entry_id=entry.id if entry else None,
+    )
+    if entry is not None:
+        await crawl.store.entry_started(entry.id, query_id=query_id, engine=engine)
+    if resumed is not None:
+        await _resume(crawl, session)
+    cached = None if resumed else await _fresh_cache_entry(crawl, session)
+    crawl.register(session)
+    if cached is not None:
+        return OpenedQuery(session, replay=await _replay(crawl, session, cached))
+    await _start_paging(crawl, session, normalized)
+    logger.info(
+        "query %d: %r on %s, pages %d..%s",
+        query_id,
+        arguments.query,
+        ", ".join(sources),
+        arguments.serp_page,
+        {
+            source: strategy.last_page(arguments.serp_page, paging.page_cap)
+            for source, paging in session.paging.items()
+        },
+    )
+    return OpenedQuery(session, first_pages=_first_pages(crawl, session))
+
+
+def _query_record(
+    arguments: CrawlArguments,
+    normalized: str,
+    engine: str,
+    selection: SelectionDecision | None,
+    entry: BatchEntry | None,
+) -> QueryRecord:
+    return QueryRecord(
+        query_text=arguments.query,
+        normalized_query=normalized,
+        engine=engine,
+        sources=",".join(arguments.sources),
+        serp_page=arguments.serp_page,
+        serp_max_pages=arguments.serp_max_pages,
+        strategy=arguments.strategy,
+        time_range=arguments.time_range,
+        region=arguments.region,
+        task_id=arguments.task_id,
+        job_id=arguments.job_id,
+        selection=selection.as_dict() if selection else {"reason": "no SERP engine in sources"},
+        batch_entry_id=entry.id if entry else None,
+    )
+
+
+# -- engine choice ---------------------------------------------------------------------------
+
+
+async def _engine(
+    crawl: CrawlSession, arguments: CrawlArguments, resumed: StoredQuery | None
+) -> tuple[str | None, SelectionDecision | None]:
+    """The query's SERP engine and how it was chosen; (None, None) without `serp` source."""
+    if SERP_SOURCE not in arguments.sources:
+        return None, None
+    threshold = crawl.config.lastmile.threshold
+    if resumed is not None:
+        # Pagination never switches engine: the interrupted crawl's engine goes on.
+        decision = SelectionDecision(resumed.engine, False, "resumed", None, threshold)
+    else:
+        harvest_rate = arguments.harvest_rate
+        if harvest_rate is None and arguments.task_id is not None:
+            harvest_rate = await crawl.store.task_harvest_rate(arguments.task_id)
+        if arguments.engine is not None:
+            decision = SelectionDecision(
+                arguments.engine, False, "explicit", harvest_rate, threshold
+            )
+        else:
+            usable = usable_engines(crawl.config)
+            available = [name for name in usable if await _available(crawl, name)]
+            decision = choose_engine(
+                crawl.config, usable=usable, available=available, harvest_rate=harvest_rate
+            )
+    logger.info("engine choice: %s", decision.as_dict())
+    if decision.engine is None:
+        raise QueryNotOpened(
+            f"no engine available ({decision.reason}): pass -a engine=NAME or check "
+            "`scrapy engines`"
+        )
+    return decision.engine, decision
+
+
+async def _available(crawl: CrawlSession, engine: str) -> bool:
+    """Not refused right now by its breaker or its daily quota."""
+    if refuses_now(await crawl.coordinator.breaker_health(engine), time.time()):
+        return False
+    limit = crawl.config.policy(engine).daily_limit
+    return limit is None or await crawl.coordinator.quota_used(engine, utc_date()) < limit
+
+
+# -- resume (-a resume=true) -----------------------------------------------------------------
+# The interrupted queries row is reopened, not copied: each source's pages stay where they are
+# and it goes on after its last stored page, so every page is stored once under one query id.
+
+
+async def _interrupted(
+    crawl: CrawlSession, arguments: CrawlArguments, normalized: str
+) -> StoredQuery | None:
+    engine = arguments.engine
+    record = _query_record(arguments, normalized, engine or "", None, None)
+    row = await crawl.store.interrupted_query(record, any_engine=engine is None)
+    if row is None:
+        logger.info("resume=true: no interrupted crawl of %r, starting afresh", normalized)
+    return row
+
+
+async def _resume(crawl: CrawlSession, session: QuerySession) -> None:
+    """Each source after its last stored page; the stored items join the dedupe and merge."""
+    store = crawl.store
+    query_id = session.query_id
+    stored = {(page.source, page.page_number) for page in await store.pages(query_id)}
+    for source in session.sources:
+        following = session.first_page
+        while (source, following) in stored:
+            following += 1
+        if crawl.config.engine(source).next_page == "form" and following > session.first_page:
+            # Page N+1 needs the token of page N's response, which was never stored.
+            raise QueryNotOpened(
+                f"query {query_id} cannot resume at page {following}: engine {source} hands a "
+                "token from page to page; run again without resume=true to crawl it from page "
+                f"{session.first_page}"
+            )
+        session.start_pages[source] = following
+    await store.reopen_query(query_id)
+    for item in await store.items(query_id):
+        session.dedupe.remember(item.normalized_url or "", item.doi, item.source, item.rank or 0)
+        session.papers.add(item.normalized_url or "", paper_record(item), earlier=True)
+    logger.info("query %d resumed at pages %s", query_id, session.start_pages)
+
+
+# -- cache -----------------------------------------------------------------------------------
+
+
+async def _fresh_cache_entry(crawl: CrawlSession, session: QuerySession) -> int | None:
+    if session.arguments.cache != "use":
+        return None
+    return await crawl.store.fresh_cache_entry(session.cache_key, datetime.now(UTC))
+
+
+async def _replay(crawl: CrawlSession, session: QuerySession, cached: int) -> list[ResultItem]:
+    """The stored results of query `cached`, as this query's; its pages opened to receive them."""
+    logger.info(
+        "query %d: answered from cache (query %d), no request sent", session.query_id, cached
+    )
+    store = crawl.store
+    session.cached_from = cached
+    await store.mark_cache_hit(session.query_id, cached)
+    cached_row = await store.query(cached)
+    session.stop_reasons.update(cached_row.stop_reason if cached_row else {})
+    crawl.stats.inc_value("lyra/cache/hit")
+    replay: list[ResultItem] = []
+    for page, items in await replayed_pages(store, cached, session.query_id):
+        session.ledger.open_page(page, expected=len(items))
+        replay.extend(items)
+    # Sources the cached crawl never reached say so, so the query can close.
+    for source in session.sources:
+        session.stop_reasons.setdefault(source, StopReason.MAX_PAGES.value)
+    return replay
+
+
+# -- the first page of each source -----------------------------------------------------------
+
+
+async def _start_paging(crawl: CrawlSession, session: QuerySession, normalized: str) -> None:
+    arguments = session.arguments
+    relevance = RelevanceConfig(threshold=crawl.config.pagination.relevance_threshold)
+    seen_before: set[str] = set()
+    if arguments.novelty_scope == "history":
+        seen_before = await crawl.store.earlier_urls(session.query_id)
+    for source in session.sources:
+        policy = crawl.config.policy(source)
+        enabled = policy.pagination_enabled
+        if not enabled and (arguments.serp_max_pages > 1 or arguments.strategy == "exhaustive"):
+            crawl.warn_once(
+                f"pagination_disabled:{source}",
+                "engine %s has pagination_enabled: false in engines.yaml: its queries get "
+                "page %d only (serp_max_pages=%d asks for more); set it to true there to page",
+                source,
+                arguments.serp_page,
+                arguments.serp_max_pages,
+            )
+        session.paging[source] = SourcePaging.start(
+            arguments.query,
+            relevance,
+            first_page=arguments.serp_page,
+            page_cap=crawl.config.engine(source).max_pages if enabled else arguments.serp_page,
+            pagination_enabled=enabled,
+            seen_before=seen_before,
+        )
+
+
+def _first_pages(crawl: CrawlSession, session: QuerySession) -> list[PagePlan]:
+    plans = []
+    for source in session.sources:
+        plan = _first_page(crawl, session, crawl.config.engine(source))
+        if plan is not None:
+            plans.append(plan)
+    return plans
+
+
+def _first_page(crawl: CrawlSession, session: QuerySession, spec: EngineSpec) -> PagePlan | None:
+    """Page `serp_page` of one source, or its token page first; None when it cannot start."""
+    first = session.first_page
+    if spec.next_page == "form" and first > 1:
+        logger.error("engine %s hands a token from page to page: start at serp_page=1", spec.name)
+        session.stop(spec.name, StopReason.ERROR, "serp_page > 1 on a token engine")
+        return None
+    if spec.token_page:
+        return PagePlan(spec, PageRequest(url=spec.token_page), first, RequestKind.TOKEN_PAGE)
+    start = session.start_pages.get(spec.name, first)
+    last = session.pagination.last_page(first, session.paging[spec.name].page_cap)
+    if start > last:
+        session.stop(spec.name, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
+        return None
+    try:
+        page = crawl.page_request(session, spec, start)
+    except QueryError as exc:
+        logger.error("%s", exc)
+        session.stop(spec.name, StopReason.MAX_PAGES, str(exc))
+        return None
+    return PagePlan(spec, page, start)

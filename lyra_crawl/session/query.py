@@ -1,0 +1,97 @@
+"""QuerySession: everything one query's crawl knows, from its start to its close. Pure.
+
+A crawl holds one per running query (one for `-a query=`, up to `concurrency` for a batch),
+keyed by query id in the CrawlSession's registry. The spider, middlewares and pipelines find
+the session of a request or item by its query id and keep the query's state here, never on
+themselves or on the spider.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from lyra_crawl.backends.records import PageRecord
+from lyra_crawl.items import ResultItem
+from lyra_crawl.paging.ledger import PageLedger
+from lyra_crawl.paging.source_paging import SourcePaging
+from lyra_crawl.paging.stop_rules import PaginationStrategy, StopReason
+from lyra_crawl.papers.collector import QueryPapers
+from lyra_crawl.query.arguments import CrawlArguments
+from lyra_crawl.query.dedupe import QueryDedupe
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CompletedPage:
+    record: PageRecord
+    items: list[ResultItem]
+
+
+@dataclass
+class QuerySession:
+    arguments: CrawlArguments
+    query_id: int
+    # The query's SERP engine; None when its sources are scholarly APIs only.
+    engine: str | None
+    # The engines it queries: its SERP engine first, then the scholarly APIs.
+    sources: list[str]
+    pagination: PaginationStrategy
+    paging: dict[str, SourcePaging]
+    # Where each source starts: serp_page, or after its last stored page when resumed.
+    start_pages: dict[str, int]
+    cache_key: str
+    batch_entry_id: int | None = None
+    # Set when the query was answered from the cache: the query whose results it re-used.
+    cached_from: int | None = None
+    # The URLs of the last page each source showed, to catch an engine repeating a page.
+    previous_urls: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    dedupe: QueryDedupe = field(default_factory=QueryDedupe)
+    papers: QueryPapers = field(default_factory=QueryPapers)
+    stop_reasons: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    closing: bool = False
+
+    def __post_init__(self) -> None:
+        self._completed: list[CompletedPage] = []
+        self.ledger: PageLedger = PageLedger(
+            lambda record, items: self._completed.append(CompletedPage(record, items))
+        )
+
+    @property
+    def cache_hit(self) -> bool:
+        return self.cached_from is not None
+
+    @property
+    def first_page(self) -> int:
+        return self.arguments.serp_page
+
+    def take_completed_pages(self) -> list[CompletedPage]:
+        """Pages whose every item is kept or dropped, to be stored whole."""
+        pages, self._completed = self._completed, []
+        return pages
+
+    def stop(self, source: str, reason: StopReason | str, detail: str) -> None:
+        """Why `source` stops paging. Said once per source: a source stops once."""
+        reason = StopReason(reason).value
+        self.stop_reasons[source] = reason
+        if reason == StopReason.ERROR:
+            self.errors.setdefault(source, detail)
+        logger.info("query %d: %s stops: %s (%s)", self.query_id, source, reason, detail)
+
+    @property
+    def done(self) -> bool:
+        """Every source has stopped and every page is stored: the query can close."""
+        return (
+            not self.closing
+            and all(source in self.stop_reasons for source in self.sources)
+            and len(self.ledger) == 0
+            and not self._completed
+        )
+
+    def cancel_unfinished(self) -> None:
+        """The crawl closes: sources still paging stop as cancelled."""
+        for source in self.sources:
+            if source not in self.stop_reasons:
+                self.stop(source, StopReason.CANCELLED, "the crawl closed before this source")
