@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,18 +84,50 @@ def crawl_settings(simulator: Simulator, db_path: Path, **overrides: Any) -> Set
 
 
 async def run_crawl(
-    simulator: Simulator, db_path: Path, settings: dict[str, Any] | None = None, **spider_args: Any
+    simulator: Simulator,
+    db_path: Path,
+    settings: dict[str, Any] | None = None,
+    *,
+    expect_errors: bool = False,
+    **spider_args: Any,
 ) -> Crawler:
     """Run one `serp` crawl in this process (the reactor is pytest-twisted's).
 
     Tests of one engine's behaviour crawl that engine alone (`sources=serp`) unless they say
-    otherwise; the scholarly sources that join every real crawl are tested on their own.
+    otherwise; the scholarly sources that join every real crawl are tested on their own. A
+    crawl that logged an error fails the test unless the test expects errors.
     """
     runner = CrawlerRunner(crawl_settings(simulator, db_path, **(settings or {})))
     crawler = runner.create_crawler(SerpSpider)
     spider_args.setdefault("sources", SERP_ONLY)
-    await deferred_from_coro(crawler.crawl_async(**spider_args))
+    with logged_errors() as errors:
+        await deferred_from_coro(crawler.crawl_async(**spider_args))
+    if not expect_errors:
+        assert_no_errors(crawler, errors)
     return crawler
+
+
+@contextmanager
+def logged_errors() -> Iterator[list[str]]:
+    """The ERROR records logged while the block runs, as text."""
+    errors: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            errors.append(self.format(record))
+
+    handler = Collect(level=logging.ERROR)
+    logging.getLogger().addHandler(handler)
+    try:
+        yield errors
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
+def assert_no_errors(crawler: Crawler, errors: Sequence[str] = ()) -> None:
+    """The crawl logged no error (Scrapy counts them under log_count/ERROR)."""
+    count = crawler.stats.get_value("log_count/ERROR", 0)
+    assert count == 0, f"the crawl logged {count} error(s): {list(errors)[:3]}"
 
 
 def run_scrapy(

@@ -23,11 +23,14 @@ from twisted.internet.defer import ensureDeferred, gatherResults
 from twisted.internet.task import deferLater
 
 from lyra_crawl.config import load_config
+from lyra_crawl.session.request_state import META_KEY, RequestState
 from lyra_crawl.storage import QueryRecord, open_storage
 from tests.conftest import (
     ROOT,
     Simulator,
+    assert_no_errors,
     crawl_settings,
+    logged_errors,
     query_db,
     run_crawl,
     run_scrapy,
@@ -136,9 +139,10 @@ class TwoEngineSpider(scrapy.Spider):
         }
         for engine, count in self.plan.items():
             for n in range(count):
+                url = self.simulator_url + paths[engine].format(n=n)
                 yield scrapy.Request(
-                    self.simulator_url + paths[engine].format(n=n),
-                    meta={"lyra_engine": engine, "lyra_page": 1, "download_slot": engine},
+                    url,
+                    meta={META_KEY: RequestState(0, engine, 1, url), "download_slot": engine},
                     dont_filter=True,
                     callback=lambda response: None,
                 )
@@ -159,9 +163,13 @@ async def test_a_slow_engine_waiting_does_not_hold_up_a_fast_one(simulator, db_p
         CONCURRENT_REQUESTS=2,
     )
     crawler = CrawlerRunner(settings).create_crawler(TwoEngineSpider)
-    await deferred_from_coro(
-        crawler.crawl_async(simulator_url=simulator.url, requests={"mojeek": 3, "duckduckgo": 10})
-    )
+    with logged_errors() as errors:
+        await deferred_from_coro(
+            crawler.crawl_async(
+                simulator_url=simulator.url, requests={"mojeek": 3, "duckduckgo": 10}
+            )
+        )
+    assert_no_errors(crawler, errors)
 
     slow = [r["time"] for r in simulator.requests("mojeek")]
     fast = [r["time"] for r in simulator.requests("duckduckgo")]
@@ -305,20 +313,26 @@ def earlier_query(db_path: Path, task_id: str, *, harvest_rate: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "edit",
+    ("edit", "reason"),
     [
-        lambda doc: doc["engines"]["mojeek"].update(pagination_enabled=False),
-        lambda doc: doc["pagination"].update(serp_max_pages=1),
+        # Paging switched off for the engine says so, not max_pages (issue 12).
+        (lambda doc: doc["engines"]["mojeek"].update(pagination_enabled=False), "pagination_disabled"),
+        (lambda doc: doc["pagination"].update(serp_max_pages=1), "max_pages"),
     ],
     ids=["pagination_enabled_false", "serp_max_pages_1"],
 )
 @pytest_twisted.ensureDeferred
-async def test_rollback_switches_limit_an_engine_to_one_page(simulator, db_path, config_dir, edit):
+async def test_rollback_switches_limit_an_engine_to_one_page(
+    simulator, db_path, config_dir, edit, reason, caplog
+):
     settings = {"LYRA_CONFIG_DIR": str(config_dir(edit))}
     await run_crawl(simulator, db_path, settings, query="fjord", engine="mojeek")
 
     assert len(simulator.requests("mojeek")) == 1
-    assert stop_reasons(db_path) == [{"mojeek": "max_pages"}]
+    assert stop_reasons(db_path) == [{"mojeek": reason}]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    named = [w for w in warnings if "pagination_enabled: false in engines.yaml" in w]
+    assert len(named) == (reason == "pagination_disabled"), warnings
 
 
 # -- commands -----------------------------------------------------------------------------------
