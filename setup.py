@@ -1,7 +1,7 @@
 """Packaging for Scrapyd eggs (`scrapyd-deploy`) and plain installs.
 
 The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, and
-storage/schema.sql as package data, so an egg finds both with importlib.resources.
+backends/sqlite/schema.sql as package data, so an egg finds both with importlib.resources.
 """
 
 from setuptools import find_packages, setup
@@ -14,7 +14,7 @@ setup(
     package_dir={"lyra_crawl.bundled_config": "config"},
     package_data={
         "lyra_crawl.bundled_config": ["*.yaml"],
-        "lyra_crawl.storage": ["schema.sql"],
+        "lyra_crawl.backends.sqlite": ["schema.sql"],
     },
     entry_points={"scrapy": ["settings = lyra_crawl.settings"]},
     python_requires=">=3.11",

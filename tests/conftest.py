@@ -2,27 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_from_coro
 
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.spiders.serp import SerpSpider
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 SERP_ONLY = "serp"
 REALWORLD_DIR = Path(os.environ.get("LYRA_REALWORLD_DIR") or ROOT.parent / "shared" / "realworld")
@@ -163,6 +167,18 @@ def start_scrapy(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def with_store(db_path: Path, work: Callable[[Backends], Awaitable[T]]) -> T:
+    """`work(backends)` on the SQLite file `db_path`, from a synchronous test."""
+    return in_own_loop(with_backends({"LYRA_DB_PATH": str(db_path)}, work))
+
+
+def in_own_loop(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` on an event loop of its own thread: pytest-twisted's reactor owns this
+    thread's loop, and Twisted-driven test coroutines cannot await asyncio futures."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        return thread.submit(asyncio.run, work).result()
 
 
 def query_db(db_path: Path, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:

@@ -10,8 +10,7 @@ import pytest
 from lyra_crawl.batch.files import BatchError, load_batch, parse_batch
 from lyra_crawl.config import load_config
 from lyra_crawl.query.cache_key import cache_key
-from lyra_crawl.storage import open_storage
-from tests.conftest import ROOT, query_db, run_scrapy
+from tests.conftest import ROOT, query_db, run_scrapy, with_store
 
 EXAMPLE = ROOT / "config" / "batch.example.yaml"
 
@@ -135,22 +134,25 @@ def test_example_batch_stores_every_query_then_skips_the_cached_ones(simulator, 
     # The spider writes cache entries on another branch; here the test writes what it will.
     now = datetime.now(UTC)
     by_text = {row["query_text"]: row["id"] for row in rows}
-    storage = open_storage(db_path)
-    for entry in entries:
-        storage.store_cache_entry(
-            entry.cache_key,
-            by_text[entry.query],
-            created_at=now,
-            expires_at=now + timedelta(hours=1),
-        )
     expired = entries[0]
-    storage.store_cache_entry(
-        expired.cache_key,
-        by_text[expired.query],
-        created_at=now - timedelta(days=2),
-        expires_at=now - timedelta(days=1),
-    )
-    storage.close()
+
+    async def write_cache_entries(backends) -> None:
+        store = backends.store
+        for entry in entries:
+            await store.store_cache_entry(
+                entry.cache_key,
+                by_text[entry.query],
+                created_at=now,
+                expires_at=now + timedelta(hours=1),
+            )
+        await store.store_cache_entry(
+            expired.cache_key,
+            by_text[expired.query],
+            created_at=now - timedelta(days=2),
+            expires_at=now - timedelta(days=1),
+        )
+
+    with_store(db_path, write_cache_entries)
     requests_before = len(simulator.requests())
 
     second = run_scrapy("batch", str(EXAMPLE), env=batch_env(simulator, db_path))

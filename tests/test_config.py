@@ -189,10 +189,10 @@ def test_an_egg_finds_its_bundled_config_and_schema(tmp_path):
     (egg,) = (tmp_path / "dist").glob("*.egg")
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
-        "import lyra_crawl.config as c, lyra_crawl.storage as s;"
+        "import asyncio, lyra_crawl.config as c, lyra_crawl.backends as b;"
         "assert c.__file__.startswith(sys.argv[1]);"
         "print(len(c.load_config().engines));"
-        "s.open_storage(sys.argv[2]).close()"
+        "asyncio.run(b.with_backends({'LYRA_DB_PATH': sys.argv[2]}, lambda _: asyncio.sleep(0)))"
     )
     run = subprocess.run(
         [sys.executable, "-c", probe, str(egg), str(tmp_path / "egg.sqlite3")],

@@ -165,7 +165,14 @@ async def test_a_failing_paper_api_page_keeps_the_pages_before_it(
 ):
     engine = fault[1].split(":")[0]
     simulator = start_simulator("--results-total", "300", *fault)
-    await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
+    await crawl(
+        simulator,
+        db_path,
+        crawlable_config,
+        engine,
+        serp_max_pages=3,
+        expect_errors=stop_reason == "error",
+    )
 
     assert_pages_stored(db_path, engine, [1])
     assert page_outcomes(db_path) == outcomes

@@ -4,7 +4,6 @@ most one browser driver, and it stores what the same queries crawled one by one 
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path

@@ -22,9 +22,9 @@ from twisted.internet import reactor
 from twisted.internet.defer import ensureDeferred, gatherResults
 from twisted.internet.task import deferLater
 
+from lyra_crawl.backends.records import QueryRecord
 from lyra_crawl.config import load_config
 from lyra_crawl.session.request_state import META_KEY, RequestState
-from lyra_crawl.storage import QueryRecord, open_storage
 from tests.conftest import (
     ROOT,
     Simulator,
@@ -35,6 +35,7 @@ from tests.conftest import (
     run_crawl,
     run_scrapy,
     start_scrapy,
+    with_store,
 )
 
 EditPolicy = Callable[[dict[str, Any]], None]
@@ -247,7 +248,13 @@ async def test_dropped_connections_keep_earlier_pages_and_open_the_breaker(
     settings = {"LYRA_CONFIG_DIR": str(config_dir(short_cooldowns))}
     simulator = start_simulator("--drop-at", "mojeek:3")
     await run_crawl(
-        simulator, db_path, settings, query="seagrass", engine="mojeek", serp_max_pages=5
+        simulator,
+        db_path,
+        settings,
+        query="seagrass",
+        engine="mojeek",
+        serp_max_pages=5,
+        expect_errors=True,
     )
 
     pages = query_db(db_path, "SELECT DISTINCT page_number FROM serp_items ORDER BY page_number")
@@ -301,12 +308,18 @@ async def test_last_mile_falls_back_when_its_quota_is_spent(simulator, db_path, 
 
 def earlier_query(db_path: Path, task_id: str, *, harvest_rate: float) -> None:
     """An earlier, finished query of the task with the given harvest rate."""
-    storage = open_storage(db_path)
-    query_id = storage.start_query(
-        QueryRecord("earlier", "earlier", "duckduckgo", 1, 1, "auto", task_id=task_id)
-    )
-    storage.finish_query(query_id, status="finished", stop_reasons={})
-    storage.close()
+
+    async def finished_query(backends) -> int:
+        store = backends.store
+        query_id = await store.start_query(
+            QueryRecord("earlier", "earlier", "duckduckgo", 1, 1, "auto", task_id=task_id)
+        )
+        await store.finish_query(
+            query_id, status="finished", stop_reasons={}, errors={}, relevance_threshold=None
+        )
+        return query_id
+
+    query_id = with_store(db_path, finished_query)
     # Its items are not part of this test: only the harvest rate the query row reports.
     with sqlite3.connect(db_path) as conn:
         conn.execute("UPDATE queries SET harvest_rate = ? WHERE id = ?", (harvest_rate, query_id))
@@ -316,7 +329,10 @@ def earlier_query(db_path: Path, task_id: str, *, harvest_rate: float) -> None:
     ("edit", "reason"),
     [
         # Paging switched off for the engine says so, not max_pages (issue 12).
-        (lambda doc: doc["engines"]["mojeek"].update(pagination_enabled=False), "pagination_disabled"),
+        (
+            lambda doc: doc["engines"]["mojeek"].update(pagination_enabled=False),
+            "pagination_disabled",
+        ),
         (lambda doc: doc["pagination"].update(serp_max_pages=1), "max_pages"),
     ],
     ids=["pagination_enabled_false", "serp_max_pages_1"],

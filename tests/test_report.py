@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 
 import pytest_twisted
 
+from lyra_crawl.backends.records import PageRecord, QueryRecord
 from lyra_crawl.config import load_config
+from lyra_crawl.items import ResultItem
 from lyra_crawl.reports.text import query_report, quota_use
-from lyra_crawl.storage import PageRecord, QueryRecord, open_storage
-from tests.conftest import run_crawl, run_scrapy
+from tests.conftest import run_crawl, run_scrapy, with_store
 
 
 async def crawl_twice(simulator, db_path, query: str) -> None:
@@ -44,13 +45,17 @@ async def test_a_recrawl_counts_urls_stored_before_as_repeated(simulator, db_pat
     await crawl_twice(simulator, db_path, "Tidal  Energy")
     await run_crawl(simulator, db_path, query="wave power", engine="mojeek", serp_max_pages=1)
     record_usage_and_a_paper(db_path)
-    storage = open_storage(db_path)
 
-    first, second, other = (query_report(storage, i) for i in (1, 2, 3))
-    quota = {use.engine: use for use in quota_use(storage, load_config(), datetime.now(UTC).date())}
-    assert storage.recent_query_ids(2) == [2, 3]
-    assert storage.task_query_ids("t1") == [1, 2]
-    storage.close()
+    async def read_back(backends):
+        store = backends.store
+        reports = [await query_report(store, i) for i in (1, 2, 3)]
+        today = datetime.now(UTC).date()
+        uses = await quota_use(backends.coordinator, load_config(), today)
+        assert await store.query_ids(last=2) == [2, 3]
+        assert await store.query_ids(task_id="t1") == [1, 2]
+        return reports, {use.engine: use for use in uses}
+
+    (first, second, other), quota = with_store(db_path, read_back)
 
     assert (first.items, first.new, first.repeated) == (20, 20, 0)
     assert (second.items, second.new, second.repeated) == (30, 10, 20)
@@ -101,24 +106,26 @@ def test_scrapy_report_with_no_matching_query_exits_1(db_path):
 
 def test_an_interrupted_crawl_is_reported_from_its_stored_pages(tmp_path):
     """A crawl killed mid-way never wrote its row's totals; the report counts what is stored."""
-    storage = open_storage(tmp_path / "db.sqlite3")
-    query_id = storage.start_query(QueryRecord("q", "q", "mojeek", 1, 3, "auto"))
-    items = [
-        {
-            "query_id": query_id,
-            "source": "mojeek",
-            "engine": "mojeek",
-            "rank": rank,
-            "page_number": 1,
-            "url": f"https://a.example/{rank}",
-            "normalized_url": f"https://a.example/{rank}",
-            "title": "t",
-        }
-        for rank in (1, 2, 3)
-    ]
-    storage.store_page(PageRecord(query_id, "mojeek", 1, "ok", 3), items)
 
-    report = query_report(storage, query_id)
-    storage.close()
+    async def store_one_page(backends):
+        store = backends.store
+        query_id = await store.start_query(QueryRecord("q", "q", "mojeek", 1, 3, "auto"))
+        items = [
+            ResultItem(
+                f"https://a.example/{rank}",
+                "t",
+                query_id=query_id,
+                source="mojeek",
+                rank=rank,
+                page_number=1,
+                position=rank,
+                normalized_url=f"https://a.example/{rank}",
+            )
+            for rank in (1, 2, 3)
+        ]
+        await store.store_page(PageRecord(query_id, "mojeek", 1, "ok", 3), items)
+        return await query_report(store, query_id)
+
+    report = with_store(tmp_path / "db.sqlite3", store_one_page)
 
     assert (report.status, report.items, report.new, report.repeated) == ("running", 3, 3, 0)

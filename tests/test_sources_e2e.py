@@ -113,6 +113,7 @@ async def test_a_failing_source_leaves_the_others_intact(start_simulator, db_pat
         serp_max_pages=3,
         sources=ALL_SOURCES,
         strategy="fixed",
+        expect_errors=True,
     )
 
     query = the_query(db_path)

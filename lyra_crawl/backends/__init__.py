@@ -1,7 +1,146 @@
 """Backends: where results are kept and what crawls coordinate through. Only this package
-speaks SQL (or, later, Redis).
+speaks SQL.
 
 The protocols are in protocols.py, the records they exchange in records.py. `open_backends`
 opens the ResultStore named by LYRA_DB_URL and the Coordinator named by LYRA_COORDINATION_URL
-(default: the same SQLite file, then one connection serves both).
+(default: the same SQLite file; one connection then serves both). LYRA_DB_PATH, a plain file
+path, is the older spelling of LYRA_DB_URL.
 """
+
+from __future__ import annotations
+
+import asyncio
+import os
+import warnings
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from lyra_crawl.backends.protocols import Coordinator, ResultStore
+from lyra_crawl.backends.records import BackendError
+from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase, SqliteStore
+
+T = TypeVar("T")
+
+DEFAULT_DB_URL = "sqlite:///data/lyra.sqlite3"
+SQLITE_PREFIX = "sqlite:///"
+
+
+@dataclass(frozen=True)
+class BackendUrls:
+    store: str
+    coordination: str
+
+
+@dataclass(frozen=True)
+class Backends:
+    """The process's two backends; `close` closes each underlying connection once."""
+
+    store: ResultStore
+    coordinator: Coordinator
+    databases: tuple[SqliteDatabase, ...]
+
+    async def close(self) -> None:
+        for database in self.databases:
+            await database.close()
+
+
+def urls_from_settings(settings: Mapping[str, Any] | Any) -> BackendUrls:
+    """LYRA_DB_URL (or LYRA_DB_PATH) and LYRA_COORDINATION_URL from Scrapy settings or a dict."""
+    db_url = settings.get("LYRA_DB_URL") or None
+    db_path = settings.get("LYRA_DB_PATH") or None
+    if db_url and db_path and sqlite_path(db_url) != Path(db_path):
+        raise BackendError(
+            f"LYRA_DB_URL ({redact_url(db_url)}) and LYRA_DB_PATH ({db_path}) name different "
+            "databases: set only LYRA_DB_URL"
+        )
+    store = db_url or (sqlite_url(db_path) if db_path else DEFAULT_DB_URL)
+    return BackendUrls(store=store, coordination=settings.get("LYRA_COORDINATION_URL") or store)
+
+
+def sqlite_url(path: str | os.PathLike[str]) -> str:
+    return f"{SQLITE_PREFIX}{path}"
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file a sqlite:/// URL names (relative after three slashes, absolute after four)."""
+    return Path(url[len(SQLITE_PREFIX) :]) if url.startswith(SQLITE_PREFIX) else None
+
+
+def absolute_url(url: str) -> str:
+    """`url` with a relative SQLite path made absolute (Scrapyd runs jobs elsewhere)."""
+    path = sqlite_path(url)
+    return sqlite_url(path.resolve()) if path is not None else url
+
+
+def redact_url(url: str) -> str:
+    """`url` without its password, fit for logs and messages."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+
+
+async def open_backends(urls: BackendUrls) -> Backends:
+    store_path = _sqlite_file(urls.store, "LYRA_DB_URL")
+    coordination_path = _sqlite_file(urls.coordination, "LYRA_COORDINATION_URL")
+    store_db = SqliteDatabase(store_path)
+    databases = [store_db]
+    if coordination_path.resolve() == store_path.resolve():
+        coordination_db = store_db
+    else:
+        coordination_db = SqliteDatabase(coordination_path)
+        databases.append(coordination_db)
+    opened: list[SqliteDatabase] = []
+    try:
+        for database in databases:
+            await database.open()
+            opened.append(database)
+    except BackendError:
+        for database in opened:
+            await database.close()
+        raise
+    return Backends(SqliteStore(store_db), SqliteCoordinator(coordination_db), tuple(databases))
+
+
+def _sqlite_file(url: str, setting: str) -> Path:
+    path = sqlite_path(url)
+    if path is None or not str(path):
+        raise BackendError(
+            f"{setting} {redact_url(url)!r} is not a backend lyra knows: use sqlite:///path "
+            "(relative) or sqlite:////absolute/path"
+        )
+    return path
+
+
+async def with_backends(
+    settings: Mapping[str, Any] | Any, work: Callable[[Backends], Awaitable[T]]
+) -> T:
+    """`work(backends)` with the backends the settings name, closed afterwards."""
+    backends = await open_backends(urls_from_settings(settings))
+    try:
+        return await work(backends)
+    finally:
+        await backends.close()
+
+
+def run_sync(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work` to its end from code that runs before or after the reactor (commands).
+
+    On the event loop Scrapy's asyncio reactor set for this thread when there is one, so the
+    reactor later finds it as it expects; else on a loop of its own.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:
+            loop = None
+    if loop is None or loop.is_closed() or loop.is_running():
+        return asyncio.run(work)
+    return loop.run_until_complete(work)

@@ -27,7 +27,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from lyra_crawl.backends.records import PageRecord
+from lyra_crawl.backends.records import BackendError, PageRecord
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.engines.urls import normalize_url
 from lyra_crawl.items import ResultItem
@@ -169,7 +169,10 @@ def stop_after_failure(
     engine, page_number = state.engine, state.page_number
     first = query.first_page
     message = failure.getErrorMessage()
-    if failure.check(RequestRefused):
+    if failure.check(BackendError):
+        crawl.backend_failed(failure.value, f"pages {first}..{page_number - 1} of {engine} kept")
+        query.stop(engine, StopReason.ERROR, message)
+    elif failure.check(RequestRefused):
         logger.warning(
             "%s page %d not requested (%s); keeping pages %d..%d",
             engine,

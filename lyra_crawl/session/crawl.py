@@ -174,16 +174,26 @@ class CrawlSession:
         try:
             await self.store.store_page(page.record, page.items)
         except BackendError as exc:
-            self.storage_failure = exc
-            logger.error(
-                "%s; stopping the crawl: pages before %s page %d of query %d are stored complete",
+            record = page.record
+            self.backend_failed(
                 exc,
-                page.record.source,
-                page.record.page_number,
-                page.record.query_id,
+                f"pages before {record.source} page {record.page_number} of query "
+                f"{record.query_id} are stored complete",
             )
-            # Not awaited: closing waits for the item being stored, which waits for this.
-            deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORAGE_ERROR))
+
+    def backend_failed(self, error: BackendError, kept: str) -> None:
+        """A backend refused a write: say so once, and close the crawl (exit status 1).
+
+        Whatever fails after it for the same reason (requests whose quota or rate slot can no
+        longer be written) is the crawl stopping, not news: it is logged at DEBUG.
+        """
+        if self.storage_failure is not None:
+            logger.debug("after the backend failure: %s", error)
+            return
+        self.storage_failure = error
+        logger.error("%s; stopping the crawl: %s", error, kept)
+        # Not awaited: closing waits for the item being stored, which waits for this.
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORAGE_ERROR))
 
     async def _close(self, session: QuerySession, status: str) -> None:
         session.closing = True

@@ -198,7 +198,12 @@ def test_mutated_real_pages_never_crash_any_parser(body: bytes, engine: str, pag
 async def test_a_broken_page_mid_crawl_keeps_the_pages_before_it(start_simulator, db_path, engine):
     simulator = start_simulator("--malformed-at", f"{engine}:3")
     crawler = await run_crawl(
-        simulator, db_path, query="hostile pages", engine=engine, sources="serp"
+        simulator,
+        db_path,
+        query="hostile pages",
+        engine=engine,
+        sources="serp",
+        expect_errors=engine != "mojeek",  # a broken JSON page is an error page
     )
 
     pages = query_db(db_path, "SELECT page_number, outcome, items_stored FROM serp_pages")

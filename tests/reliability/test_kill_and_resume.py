@@ -7,6 +7,7 @@ interrupted; resuming reopens that same row and goes on at page 5.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import sqlite3
 import time
@@ -14,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.storage import open_storage
-from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy
+from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy, with_store
 
 QUERY = "kill and resume"
 PAGES = 10
@@ -87,7 +87,7 @@ def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_sim
     pages = query_db(db_path, "SELECT page_number FROM serp_pages ORDER BY 1")
     assert [row[0] for row in pages] == [1, 2, 3, 4]
     assert query_db(db_path, "SELECT status FROM queries")[0][0] == "running"
-    open_storage(db_path).close()  # what every next start does first
+    with_store(db_path, lambda backends: asyncio.sleep(0))  # what every next start does first
     assert query_db(db_path, "SELECT status FROM queries")[0][0] == "interrupted"
 
     # No engine given: the interrupted crawl's own engine is used (and no browser loaded for

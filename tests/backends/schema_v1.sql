@@ -1,3 +1,5 @@
+-- Test data: lyra_crawl/storage/schema.sql as of commit 90f511c (before batches, item fields
+-- and the rate slot's `held`), to check that such a file opens and gains what is new.
 -- lyra_crawl storage schema (SQLite). Table names are fixed by DESIGN.md; columns may grow.
 -- Applied idempotently on every open; `schema_version` records what a file was created with.
 

@@ -1,0 +1,174 @@
+"""SqliteCoordinator: quotas, send slots and breakers shared through one SQLite file.
+
+Each step is one short BEGIN IMMEDIATE transaction on the database's worker thread, so crawls
+in any number of processes sharing the file see each other's changes whole and in order; the
+clock is read once the write lock is held, so waiting for the lock cannot make a claim look
+earlier.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from lyra_crawl.backends.records import BreakerChange, RateClaim
+from lyra_crawl.backends.sqlite import rows
+from lyra_crawl.backends.sqlite.database import SqliteDatabase, utc_now
+from lyra_crawl.config import BreakerPolicy
+from lyra_crawl.politeness.breaker import (
+    Admission,
+    Health,
+    admit,
+    record_failure,
+    record_success,
+)
+
+T = TypeVar("T")
+
+
+class SqliteCoordinator:
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._db = database
+
+    @property
+    def url(self) -> str:
+        return self._db.url
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    # -- daily quota -----------------------------------------------------------------------
+
+    async def reserve_quota(self, engine: str, day: str, daily_limit: int | None) -> bool:
+        limit = -1 if daily_limit is None else daily_limit
+        # One conditional statement: the count can only grow while it is under the limit.
+        return await self._db.write(
+            lambda conn: (
+                conn.execute(
+                    "INSERT INTO engine_usage (engine, date, usage_count)"
+                    " SELECT ?, ?, 1 WHERE ? != 0"
+                    " ON CONFLICT (engine, date) DO UPDATE SET usage_count = usage_count + 1"
+                    " WHERE ? < 0 OR usage_count < ?",
+                    (engine, day, limit, limit, limit),
+                ).rowcount
+                == 1
+            )
+        )
+
+    async def quota_used(self, engine: str, day: str) -> int:
+        row = await self._db.read(
+            lambda conn: conn.execute(
+                "SELECT usage_count FROM engine_usage WHERE engine = ? AND date = ?",
+                (engine, day),
+            ).fetchone()
+        )
+        return int(row[0]) if row else 0
+
+    async def quota_used_on(self, day: str) -> dict[str, int]:
+        return await self._db.read(
+            lambda conn: {
+                row[0]: row[1]
+                for row in conn.execute(
+                    "SELECT engine, usage_count FROM engine_usage WHERE date = ?", (day,)
+                )
+            }
+        )
+
+    # -- the per-engine send slot ----------------------------------------------------------
+    # `engine_rate.next_allowed` is the end of the holder's lease while a request is in
+    # flight, and release time + 1/qps once it is answered; `held` tells the two apart.
+
+    async def claim_rate_slot(self, engine: str, lease_s: float) -> RateClaim:
+        def claim(conn: sqlite3.Connection) -> RateClaim:
+            now = time.time()
+            taken = conn.execute(
+                "INSERT INTO engine_rate (engine, next_allowed, held) VALUES (?, ?, 1)"
+                " ON CONFLICT (engine) DO UPDATE SET next_allowed = excluded.next_allowed,"
+                " held = 1 WHERE next_allowed <= ?",
+                (engine, now + lease_s, now),
+            ).rowcount
+            if taken == 1:
+                return RateClaim(token=now + lease_s)
+            row = conn.execute(
+                "SELECT next_allowed, held FROM engine_rate WHERE engine = ?", (engine,)
+            ).fetchone()
+            return RateClaim(None, max(float(row[0]) - now, 0.0), bool(row[1]))
+
+        return await self._db.write(claim)
+
+    async def release_rate_slot(self, engine: str, token: float, interval_s: float) -> None:
+        # A lease that ran out may already be someone else's: leave theirs alone.
+        await self._db.write(
+            lambda conn: conn.execute(
+                "UPDATE engine_rate SET next_allowed = ?, held = 0"
+                " WHERE engine = ? AND next_allowed = ?",
+                (time.time() + interval_s, engine, token),
+            )
+        )
+
+    # -- circuit breaker -------------------------------------------------------------------
+
+    async def breaker_health(self, engine: str) -> Health:
+        return await self._db.read(
+            lambda conn: rows.health(
+                engine,
+                conn.execute("SELECT * FROM engine_health WHERE engine = ?", (engine,)).fetchone(),
+            )
+        )
+
+    async def breaker_admit(self, engine: str, *, owner: str, trial_lease_s: float) -> Admission:
+        return await self._change_health(
+            engine,
+            lambda health: admit(health, now=time.time(), owner=owner, trial_lease_s=trial_lease_s),
+        )
+
+    async def breaker_success(self, engine: str, *, trial: bool) -> None:
+        await self._change_health(
+            engine, lambda health: (None, record_success(health, trial=trial))
+        )
+
+    async def breaker_failure(
+        self,
+        engine: str,
+        policy: BreakerPolicy,
+        *,
+        kind: str,
+        trial: bool,
+        retry_after_s: float | None,
+    ) -> BreakerChange:
+        def change(before: Health) -> tuple[BreakerChange, Health]:
+            after = record_failure(
+                before, policy, kind=kind, now=time.time(), trial=trial, retry_after_s=retry_after_s
+            )
+            return BreakerChange(before, after), after
+
+        return await self._change_health(engine, change)
+
+    async def _change_health(self, engine: str, change: Callable[[Health], tuple[T, Health]]) -> T:
+        """Apply `change` to `engine`'s breaker in one transaction; returns its first value."""
+
+        def apply(conn: sqlite3.Connection) -> T:
+            row = conn.execute("SELECT * FROM engine_health WHERE engine = ?", (engine,)).fetchone()
+            before = rows.health(engine, row)
+            result, after = change(before)
+            if after != before:
+                conn.execute(
+                    "INSERT OR REPLACE INTO engine_health (engine, state, open_until,"
+                    " consecutive_failures, trips, last_reason, trial_owner, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        engine,
+                        after.state.value,
+                        after.open_until,
+                        after.consecutive_failures,
+                        after.trips,
+                        after.last_reason,
+                        after.trial_owner,
+                        utc_now(),
+                    ),
+                )
+            return result
+
+        return await self._db.write(apply)

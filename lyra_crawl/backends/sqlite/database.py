@@ -1,0 +1,201 @@
+"""One SQLite file: one connection, owned by one worker thread, WAL and a busy timeout.
+
+Every statement runs on the worker thread (`read` and `write` hand it a function of the
+connection), so no lock wait ever blocks the reactor. The connection is made on that thread
+with sqlite3's default `check_same_thread`, so a statement from any other thread raises.
+Writers take the write lock up front (BEGIN IMMEDIATE) so two processes never deadlock
+upgrading read locks, and WAL lets readers go on while one writes. Several crawl processes
+(Scrapyd jobs) share one file.
+
+Opening applies schema.sql (tables, indexes, and columns added since an older file was made)
+and marks `running` queries whose process is gone as interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import TypeVar
+
+from lyra_crawl.backends.records import BackendError
+
+T = TypeVar("T")
+
+SCHEMA_VERSION = 2
+DEFAULT_BUSY_TIMEOUT_S = 60.0
+WORKER_THREAD = "lyra-sqlite"
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class SqliteDatabase:
+    def __init__(self, path: Path, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self._busy_timeout_s = busy_timeout_s
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WORKER_THREAD)
+        self._conn: sqlite3.Connection | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        try:
+            await self._run(self._open)
+        except BaseException:
+            self._worker.shutdown(wait=False)
+            raise
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._run(self._close)
+        self._worker.shutdown(wait=True)
+
+    def _open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_s)
+            conn.isolation_level = None  # transactions are explicit: BEGIN IMMEDIATE … COMMIT
+            conn.row_factory = sqlite3.Row
+            self._conn = conn
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._apply_schema(conn)
+            self._mark_dead_crawls_interrupted(conn)
+        except (OSError, sqlite3.Error) as exc:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            raise BackendError(
+                f"cannot open database {self.path} ({exc}): check that the folder is writable "
+                "or set LYRA_DB_URL (or LYRA_DB_PATH) to another file"
+            ) from exc
+
+    def _close(self) -> None:
+        assert self._conn is not None
+        self._conn.close()
+        self._conn = None
+
+    # -- running statements on the worker ----------------------------------------------------
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, work)
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work(connection)` on the worker thread, outside any transaction."""
+        return await self._run(lambda: work(self._connection()))
+
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work(connection)` on the worker thread in one BEGIN IMMEDIATE transaction."""
+
+        def in_transaction() -> T:
+            with self._transaction() as conn:
+                return work(conn)
+
+        return await self._run(in_transaction)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise BackendError(f"database {self.path} is closed")
+        return self._conn
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE … COMMIT, rolled back on any error.
+
+        A write SQLite refuses (disk full, read-only file or folder) is a BackendError naming
+        the path and the fix; a constraint failure stays an sqlite3.IntegrityError.
+        """
+        conn = self._connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                # A full disk can refuse even the rollback; SQLite then rolls back on next open.
+                with suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error) and not isinstance(exc, sqlite3.IntegrityError):
+                raise BackendError(
+                    f"cannot write to {self.path} ({exc}): check free disk space and that the "
+                    "file and its folder are writable, or set LYRA_DB_URL (or LYRA_DB_PATH) to "
+                    "another file"
+                ) from exc
+            raise
+
+    # -- opening: schema and interrupted crawls ----------------------------------------------
+
+    def _apply_schema(self, conn: sqlite3.Connection) -> None:
+        """Create what is missing: tables, indexes, and columns added since the file was made."""
+        schema = resources.files(__package__).joinpath("schema.sql").read_text("utf-8")
+        # Columns first: the schema's indexes may name a column an old table lacks.
+        with self._transaction():
+            for table, column, declaration in _missing_columns(conn, schema):
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        conn.executescript(schema)
+        with self._transaction():
+            if conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 0:
+                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+
+    def _mark_dead_crawls_interrupted(self, conn: sqlite3.Connection) -> None:
+        """Mark `running` queries whose process is gone (killed, crashed) as interrupted."""
+        rows = conn.execute(
+            "SELECT id, pid FROM queries WHERE status = 'running' AND pid IS NOT NULL"
+        ).fetchall()
+        dead = [row["id"] for row in rows if not process_alive(row["pid"])]
+        if dead:
+            with self._transaction():
+                conn.executemany(
+                    "UPDATE queries SET status = 'interrupted', finished_at = ?"
+                    " WHERE id = ? AND status = 'running'",
+                    [(utc_now(), query_id) for query_id in dead],
+                )
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str, str]]:
+    """Columns schema.sql declares that the file's tables lack (a database from an older
+    version): (table, column, declaration to add it with)."""
+    reference = sqlite3.connect(":memory:")
+    try:
+        reference.executescript(schema)
+        tables = [
+            row[0]
+            for row in reference.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        missing = []
+        for table in tables:
+            present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            if not present:
+                continue  # a table the file lacks altogether: the schema script creates it
+            for _, name, kind, notnull, default, _ in reference.execute(
+                f"PRAGMA table_info({table})"
+            ):
+                if name not in present:
+                    declaration = f"{kind}{' NOT NULL' if notnull else ''}"
+                    if default is not None:
+                        declaration += f" DEFAULT {default}"
+                    missing.append((table, name, declaration))
+        return missing
+    finally:
+        reference.close()

@@ -1,0 +1,608 @@
+"""SqliteStore: the ResultStore on one SQLite file (lyra_crawl.backends.protocols).
+
+Each write is one short BEGIN IMMEDIATE transaction on the database's worker thread; a page is
+stored with its items in one, so a crash loses at most the page in flight.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+from lyra_crawl.backends.records import (
+    BatchEntry,
+    BatchRecord,
+    EntrySpec,
+    Intervention,
+    PageRecord,
+    QueryRecord,
+    StoredItem,
+    StoredPage,
+    StoredPaper,
+    StoredQuery,
+)
+from lyra_crawl.backends.sqlite import rows
+from lyra_crawl.backends.sqlite.database import SqliteDatabase, utc_now
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper
+
+_ITEM_INSERT = (
+    f"INSERT INTO serp_items ({', '.join(rows.ITEM_COLUMNS)}, engine)"
+    f" VALUES ({', '.join('?' for _ in rows.ITEM_COLUMNS)}, ?)"
+    # Only a URL already stored for the query is skipped (a resumed crawl); any other
+    # constraint (a missing page number, title) fails the whole page.
+    " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+
+
+def _instant(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+class SqliteStore:
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._db = database
+
+    @property
+    def url(self) -> str:
+        return self._db.url
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    # -- queries ---------------------------------------------------------------------------
+
+    async def start_query(self, record: QueryRecord) -> int:
+        def insert(conn: sqlite3.Connection) -> int:
+            cursor = conn.execute(
+                "INSERT INTO queries (query_text, normalized_query, task_id, engine, sources,"
+                " time_range, region, serp_page, serp_max_pages, strategy, status, selection,"
+                " job_id, batch_entry_id, pid, started_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                (
+                    record.query_text,
+                    record.normalized_query,
+                    record.task_id,
+                    record.engine,
+                    record.sources,
+                    record.time_range,
+                    record.region,
+                    record.serp_page,
+                    record.serp_max_pages,
+                    record.strategy,
+                    json.dumps(record.selection) if record.selection is not None else None,
+                    record.job_id,
+                    record.batch_entry_id,
+                    os.getpid(),
+                    utc_now(),
+                ),
+            )
+            return int(cursor.lastrowid or 0)
+
+        return await self._db.write(insert)
+
+    async def interrupted_query(
+        self, record: QueryRecord, *, any_engine: bool
+    ) -> StoredQuery | None:
+        return await self._db.read(
+            lambda conn: rows.stored_query(
+                conn.execute(
+                    "SELECT * FROM queries WHERE status = 'interrupted' AND normalized_query = ?"
+                    " AND (? OR engine = ?) AND sources = ? AND serp_page = ?"
+                    " AND serp_max_pages = ? AND strategy = ? AND time_range IS ?"
+                    " AND region IS ? ORDER BY id DESC LIMIT 1",
+                    (
+                        record.normalized_query,
+                        any_engine,
+                        record.engine,
+                        record.sources,
+                        record.serp_page,
+                        record.serp_max_pages,
+                        record.strategy,
+                        record.time_range,
+                        record.region,
+                    ),
+                ).fetchone()
+            )
+        )
+
+    async def reopen_query(self, query_id: int) -> None:
+        await self._db.write(
+            lambda conn: conn.execute(
+                "UPDATE queries SET status = 'running', pid = ?, finished_at = NULL WHERE id = ?",
+                (os.getpid(), query_id),
+            )
+        )
+
+    async def finish_query(
+        self,
+        query_id: int,
+        *,
+        status: str,
+        stop_reasons: Mapping[str, str],
+        errors: Mapping[str, str],
+        relevance_threshold: float | None,
+    ) -> StoredQuery:
+        """Close the row; pages, items and the harvest rate (share of items whose relevance
+        reaches the threshold) are counted from what was really stored."""
+
+        def finish(conn: sqlite3.Connection) -> StoredQuery:
+            conn.execute(
+                "UPDATE queries SET status = ?, stop_reason = ?, errors = ?,"
+                " harvest_rate = (SELECT AVG(relevance >= ?) FROM serp_items"
+                "   WHERE query_id = ? AND relevance IS NOT NULL),"
+                " pages_fetched = (SELECT COUNT(*) FROM serp_pages WHERE query_id = ?),"
+                " items = (SELECT COUNT(*) FROM serp_items WHERE query_id = ?),"
+                " finished_at = ? WHERE id = ?",
+                (
+                    status,
+                    json.dumps(dict(stop_reasons), sort_keys=True),
+                    json.dumps(dict(errors), sort_keys=True) if errors else None,
+                    relevance_threshold,
+                    query_id,
+                    query_id,
+                    query_id,
+                    utc_now(),
+                    query_id,
+                ),
+            )
+            row = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
+            finished = rows.stored_query(row)
+            assert finished is not None
+            return finished
+
+        return await self._db.write(finish)
+
+    async def query(self, query_id: int) -> StoredQuery | None:
+        return await self._db.read(
+            lambda conn: rows.stored_query(
+                conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
+            )
+        )
+
+    async def query_ids(self, *, task_id: str | None = None, last: int | None = None) -> list[int]:
+        def select(conn: sqlite3.Connection) -> list[int]:
+            if task_id is not None:
+                found = conn.execute(
+                    "SELECT id FROM queries WHERE task_id = ? ORDER BY id", (task_id,)
+                ).fetchall()
+                return [row[0] for row in found]
+            found = conn.execute(
+                "SELECT id FROM queries ORDER BY id DESC LIMIT ?", (last or -1,)
+            ).fetchall()
+            return sorted(row[0] for row in found)
+
+        return await self._db.read(select)
+
+    async def query_for_job(self, job_id: str) -> StoredQuery | None:
+        return await self._db.read(
+            lambda conn: rows.stored_query(
+                conn.execute(
+                    "SELECT * FROM queries WHERE job_id = ? ORDER BY id DESC LIMIT 1", (job_id,)
+                ).fetchone()
+            )
+        )
+
+    async def task_harvest_rate(self, task_id: str) -> float | None:
+        """Mean harvest rate of the task's earlier queries that recorded one, or None."""
+        value = await self._db.read(
+            lambda conn: conn.execute(
+                "SELECT AVG(harvest_rate) FROM queries"
+                " WHERE task_id = ? AND harvest_rate IS NOT NULL",
+                (task_id,),
+            ).fetchone()[0]
+        )
+        return None if value is None else float(value)
+
+    async def mark_cache_hit(self, query_id: int, answered_by: int) -> None:
+        await self._db.write(
+            lambda conn: conn.execute(
+                "UPDATE queries SET cache_hit = 1, cached_from = ? WHERE id = ?",
+                (answered_by, query_id),
+            )
+        )
+
+    # -- pages and items -------------------------------------------------------------------
+
+    async def store_page(self, page: PageRecord, items: Sequence[ResultItem]) -> int:
+        fetched_at = utc_now()
+        values = [rows.item_row(item, fetched_at) for item in items]
+
+        def store(conn: sqlite3.Connection) -> int:
+            before = conn.total_changes
+            conn.executemany(_ITEM_INSERT, values)
+            stored = conn.total_changes - before
+            conn.execute(
+                "INSERT OR REPLACE INTO serp_pages (query_id, source, page_number, outcome,"
+                " results, items_stored, novelty_rate, harvest_rate, url, fetched_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    page.query_id,
+                    page.source,
+                    page.page_number,
+                    page.outcome,
+                    page.results,
+                    stored,
+                    page.novelty_rate,
+                    page.harvest_rate,
+                    page.url,
+                    fetched_at,
+                ),
+            )
+            return stored
+
+        return await self._db.write(store)
+
+    async def pages(self, query_id: int) -> list[StoredPage]:
+        return await self._db.read(
+            lambda conn: [
+                rows.stored_page(row)
+                for row in conn.execute(
+                    "SELECT * FROM serp_pages WHERE query_id = ? ORDER BY source, page_number",
+                    (query_id,),
+                )
+            ]
+        )
+
+    async def items(self, query_id: int) -> list[StoredItem]:
+        return await self._db.read(
+            lambda conn: [
+                rows.stored_item(row)
+                for row in conn.execute(
+                    "SELECT * FROM serp_items WHERE query_id = ? ORDER BY source, rank",
+                    (query_id,),
+                )
+            ]
+        )
+
+    async def earlier_urls(self, query_id: int) -> set[str]:
+        return await self._db.read(
+            lambda conn: {
+                row[0]
+                for row in conn.execute(
+                    "SELECT DISTINCT i.normalized_url FROM serp_items i"
+                    " JOIN queries q ON q.id = i.query_id"
+                    " WHERE q.normalized_query ="
+                    "   (SELECT normalized_query FROM queries WHERE id = ?)"
+                    " AND q.id < ?",
+                    (query_id, query_id),
+                )
+            }
+        )
+
+    async def repeated_url_count(self, query_id: int) -> int:
+        """Items of this query whose normalized URL an earlier crawl of the same query stored."""
+        return await self._db.read(
+            lambda conn: conn.execute(
+                "SELECT COUNT(*) FROM serp_items AS item"
+                " JOIN queries AS this ON this.id = item.query_id"
+                " WHERE item.query_id = ? AND EXISTS ("
+                "   SELECT 1 FROM serp_items AS seen JOIN queries AS earlier"
+                "   ON earlier.id = seen.query_id"
+                "   WHERE seen.normalized_url = item.normalized_url AND earlier.id < this.id"
+                "   AND earlier.normalized_query = this.normalized_query)",
+                (query_id,),
+            ).fetchone()[0]
+        )
+
+    # -- papers ----------------------------------------------------------------------------
+
+    async def save_papers(
+        self,
+        query_id: int,
+        papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
+        fused_ranks: Mapping[str, int],
+        attribution: Mapping[str, int],
+    ) -> None:
+        now = utc_now()
+
+        def save(conn: sqlite3.Connection) -> None:
+            for paper, urls in papers:
+                paper_id = _upsert_paper(conn, paper, now)
+                conn.executemany(
+                    "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
+                    [(paper_id, query_id, url) for url in urls],
+                )
+            conn.executemany(
+                "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
+                [(rank, query_id, url) for url, rank in fused_ranks.items()],
+            )
+            conn.execute(
+                "UPDATE queries SET attribution = ? WHERE id = ?",
+                (json.dumps(dict(attribution), sort_keys=True), query_id),
+            )
+
+        await self._db.write(save)
+
+    async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
+        def copy(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE serp_items AS item SET (paper_id, fused_rank) = ("
+                " SELECT paper_id, fused_rank FROM serp_items AS cached"
+                " WHERE cached.query_id = ? AND cached.normalized_url = item.normalized_url)"
+                " WHERE item.query_id = ?",
+                (from_query_id, to_query_id),
+            )
+            conn.execute(
+                "UPDATE queries SET attribution ="
+                " (SELECT attribution FROM queries WHERE id = ?) WHERE id = ?",
+                (from_query_id, to_query_id),
+            )
+
+        await self._db.write(copy)
+
+    async def papers_of(self, query_id: int) -> list[StoredPaper]:
+        return await self._db.read(
+            lambda conn: [
+                rows.stored_paper(row)
+                for row in conn.execute(
+                    "SELECT * FROM papers WHERE id IN"
+                    " (SELECT paper_id FROM serp_items WHERE query_id = ?) ORDER BY id",
+                    (query_id,),
+                )
+            ]
+        )
+
+    async def attribution_counts(self, query_id: int) -> dict[str, int]:
+        return await self._db.read(
+            lambda conn: {
+                row[0]: row[1]
+                for row in conn.execute(
+                    "SELECT paper.attribution, COUNT(DISTINCT paper.id) FROM serp_items AS item"
+                    " JOIN papers AS paper ON paper.id = item.paper_id"
+                    " WHERE item.query_id = ? GROUP BY paper.attribution",
+                    (query_id,),
+                )
+            }
+        )
+
+    # -- search-level cache ----------------------------------------------------------------
+
+    async def fresh_cache_entry(self, key: str, now: datetime) -> int | None:
+        # julianday() compares the instants, whatever ISO 8601 form the writer used.
+        row = await self._db.read(
+            lambda conn: conn.execute(
+                "SELECT query_id FROM serp_cache WHERE cache_key = ?"
+                " AND julianday(expires_at) > julianday(?)",
+                (key, _instant(now)),
+            ).fetchone()
+        )
+        return None if row is None else int(row[0])
+
+    async def store_cache_entry(
+        self, key: str, query_id: int, *, created_at: datetime, expires_at: datetime
+    ) -> None:
+        await self._db.write(
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO serp_cache (cache_key, query_id, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?)",
+                (key, query_id, _instant(created_at), _instant(expires_at)),
+            )
+        )
+
+    # -- interventions ---------------------------------------------------------------------
+
+    async def add_intervention(
+        self, *, engine: str, url: str, query_id: int | None, kind: str, detail: str
+    ) -> int:
+        return await self._db.write(
+            lambda conn: int(
+                conn.execute(
+                    "INSERT INTO intervention_queue (engine, url, query_id, kind, detail, status,"
+                    " created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+                    (engine, url, query_id, kind, detail, utc_now()),
+                ).lastrowid
+                or 0
+            )
+        )
+
+    async def open_interventions(self) -> list[Intervention]:
+        return await self._db.read(
+            lambda conn: [
+                rows.intervention(row)
+                for row in conn.execute(
+                    "SELECT * FROM intervention_queue WHERE status = 'open' ORDER BY id"
+                )
+            ]
+        )
+
+    async def resolve_intervention(self, intervention_id: int) -> bool:
+        return await self._db.write(
+            lambda conn: (
+                conn.execute(
+                    "UPDATE intervention_queue SET status = 'resolved', resolved_at = ?"
+                    " WHERE id = ? AND status = 'open'",
+                    (utc_now(), intervention_id),
+                ).rowcount
+                == 1
+            )
+        )
+
+    # -- batches ---------------------------------------------------------------------------
+
+    async def create_batch(
+        self, *, source: str, content_hash: str, entries: Sequence[EntrySpec]
+    ) -> BatchRecord:
+        created_at = utc_now()
+
+        def create(conn: sqlite3.Connection) -> BatchRecord:
+            batch_id = int(
+                conn.execute(
+                    "INSERT INTO batches (source, content_hash, created_at) VALUES (?, ?, ?)",
+                    (source, content_hash, created_at),
+                ).lastrowid
+                or 0
+            )
+            conn.executemany(
+                "INSERT INTO batch_entries (batch_id, position, query_text, arguments, state,"
+                " detail) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        batch_id,
+                        entry.position,
+                        entry.query_text,
+                        json.dumps(dict(entry.arguments), sort_keys=True),
+                        "rejected" if entry.rejected else "pending",
+                        entry.rejected,
+                    )
+                    for entry in entries
+                ],
+            )
+            return BatchRecord(batch_id, source, content_hash, created_at, len(entries))
+
+        return await self._db.write(create)
+
+    async def batch(self, batch_id: int) -> BatchRecord | None:
+        return await self._batch_where("b.id = ?", batch_id)
+
+    async def batch_by_hash(self, content_hash: str) -> BatchRecord | None:
+        return await self._batch_where("b.content_hash = ?", content_hash)
+
+    async def _batch_where(self, condition: str, value: object) -> BatchRecord | None:
+        row = await self._db.read(
+            lambda conn: conn.execute(
+                "SELECT b.id, b.source, b.content_hash, b.created_at,"
+                " (SELECT COUNT(*) FROM batch_entries e WHERE e.batch_id = b.id) AS entries"
+                f" FROM batches b WHERE {condition} ORDER BY b.id DESC LIMIT 1",
+                (value,),
+            ).fetchone()
+        )
+        return None if row is None else BatchRecord(*row)
+
+    async def take_entries(
+        self, batch_id: int, limit: int, *, owner: str, lease_s: float
+    ) -> list[BatchEntry]:
+        def take(conn: sqlite3.Connection) -> list[BatchEntry]:
+            now = time.time()
+            found = conn.execute(
+                "SELECT id FROM batch_entries WHERE batch_id = ? AND (state = 'pending'"
+                " OR (state = 'running' AND (lease_until IS NULL OR lease_until < ?)))"
+                " ORDER BY state = 'running', position LIMIT ?",
+                (batch_id, now, limit),
+            ).fetchall()
+            ids = [row[0] for row in found]
+            conn.executemany(
+                "UPDATE batch_entries SET state = 'running', attempts = attempts + 1,"
+                " lease_owner = ?, lease_until = ?, started_at = COALESCE(started_at, ?)"
+                " WHERE id = ?",
+                [(owner, now + lease_s, utc_now(), entry_id) for entry_id in ids],
+            )
+            return [
+                rows.batch_entry(
+                    conn.execute("SELECT * FROM batch_entries WHERE id = ?", (entry_id,)).fetchone()
+                )
+                for entry_id in ids
+            ]
+
+        return await self._db.write(take)
+
+    async def entry_started(self, entry_id: int, *, query_id: int, engine: str | None) -> None:
+        await self._db.write(
+            lambda conn: conn.execute(
+                "UPDATE batch_entries SET query_id = ?, engine = ? WHERE id = ?",
+                (query_id, engine, entry_id),
+            )
+        )
+
+    async def finish_entry(
+        self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""
+    ) -> None:
+        finished_at = None if state in ("pending", "running") else utc_now()
+        await self._db.write(
+            lambda conn: conn.execute(
+                "UPDATE batch_entries SET state = ?, query_id = COALESCE(?, query_id),"
+                " detail = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL"
+                " WHERE id = ?",
+                (state, query_id, detail, finished_at, entry_id),
+            )
+        )
+
+    async def renew_entry_leases(
+        self, entry_ids: Sequence[int], *, owner: str, lease_s: float
+    ) -> None:
+        until = time.time() + lease_s
+        await self._db.write(
+            lambda conn: conn.executemany(
+                "UPDATE batch_entries SET lease_until = ?"
+                " WHERE id = ? AND state = 'running' AND lease_owner = ?",
+                [(until, entry_id, owner) for entry_id in entry_ids],
+            )
+        )
+
+    async def batch_entries(self, batch_id: int) -> list[BatchEntry]:
+        return await self._db.read(
+            lambda conn: [
+                rows.batch_entry(row)
+                for row in conn.execute(
+                    "SELECT * FROM batch_entries WHERE batch_id = ? ORDER BY position",
+                    (batch_id,),
+                )
+            ]
+        )
+
+
+def _upsert_paper(conn: sqlite3.Connection, paper: CanonicalPaper, now: str) -> int:
+    """The id of the stored paper sharing an identifier with `paper`, updated; else new."""
+    external_ids = {r.source: r.source_id for r in paper.records if r.source_id}
+    row = None
+    for column in ("doi", "arxiv_id", "pmid"):
+        value = getattr(paper, column)
+        if value:
+            row = conn.execute(f"SELECT * FROM papers WHERE {column} = ?", (value,)).fetchone()
+            if row is not None:
+                break
+    if row is None:
+        cursor = conn.execute(
+            "INSERT INTO papers (doi, arxiv_id, pmid, title, normalized_title, year, authors,"
+            " venue, abstract, external_ids, attribution, sources, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                paper.doi,
+                paper.arxiv_id,
+                paper.pmid,
+                paper.title,
+                paper.normalized_title,
+                paper.year,
+                json.dumps(list(paper.authors)),
+                paper.venue,
+                paper.abstract,
+                json.dumps(external_ids, sort_keys=True),
+                paper.attribution,
+                json.dumps(sorted(paper.sources)),
+                now,
+                now,
+            ),
+        )
+        return int(cursor.lastrowid or 0)
+    sources = sorted(set(json.loads(row["sources"] or "[]")) | set(paper.sources))
+    external = {**json.loads(row["external_ids"] or "{}"), **external_ids}
+    # Two different attributions (api_only and serp_only, or either and both) make both.
+    attribution = paper.attribution if row["attribution"] == paper.attribution else "both"
+    conn.execute(
+        "UPDATE papers SET arxiv_id = COALESCE(arxiv_id, ?), pmid = COALESCE(pmid, ?),"
+        " doi = COALESCE(doi, ?), year = COALESCE(year, ?), venue = COALESCE(venue, ?),"
+        " abstract = CASE WHEN length(COALESCE(abstract, '')) >= length(COALESCE(?, ''))"
+        "   THEN abstract ELSE ? END,"
+        " authors = CASE WHEN authors IS NULL OR authors = '[]' THEN ? ELSE authors END,"
+        " external_ids = ?, sources = ?, attribution = ?, updated_at = ? WHERE id = ?",
+        (
+            paper.arxiv_id,
+            paper.pmid,
+            paper.doi,
+            paper.year,
+            paper.venue,
+            paper.abstract,
+            paper.abstract,
+            json.dumps(list(paper.authors)),
+            json.dumps(external, sort_keys=True),
+            json.dumps(sources),
+            attribution,
+            now,
+            row["id"],
+        ),
+    )
+    return int(row["id"])
