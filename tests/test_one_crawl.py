@@ -86,7 +86,7 @@ class ProcessWatch:
         self.most_db_files = max(self.most_db_files, files.count(self.db_path))
         children = [cmdline(pid) for pid in child_pids(self.pid)]
         drivers = [c for c in children if "playwright" in c]
-        python = [c for c in children if "python" in c.split(" ")[0]]
+        python = [c for c in children if Path(c.split(" ")[0]).name.startswith("python")]
         self.most_drivers = max(self.most_drivers, len(drivers))
         self.most_python_children = max(self.most_python_children, len(python))
 
