@@ -25,7 +25,7 @@ PATHS = {"browser": ((), "browser"), "http": (("--no-google-js",), "http")}
 
 
 def run(shared_dir: Path) -> dict[str, float]:
-    queries = [f"benchmark query {number}" for number in range(QUERIES)]
+    queries = [("google", f"benchmark query {number}") for number in range(QUERIES)]
     speeds: dict[str, list[float]] = {path: [] for path in PATHS}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         setups = {
@@ -44,7 +44,6 @@ def run(shared_dir: Path) -> dict[str, float]:
                         Path(tmp) / f"{path}-{round_number}.sqlite3",
                         queries,
                         PAGES,
-                        engine="google",
                         config_dir=config_dir,
                     )
                 )

@@ -31,7 +31,7 @@ SUBJECTS = (
     "dryland",
 )
 TOPICS = ("flood risk", "heat stress", "carbon storage", "species loss", "water scarcity")
-QUERIES = [f"{a} {b}" for a, b in itertools.product(SUBJECTS, TOPICS)]
+QUERIES = [("mojeek", f"{a} {b}") for a, b in itertools.product(SUBJECTS, TOPICS)]
 
 
 def _unique_relevant(db_path: Path, threshold: float) -> int:

@@ -1,9 +1,13 @@
 """One timed crawl process for the crawl benchmarks: K queries x M pages, `serp` or a bare spider.
 
 `python -m benchmarks.crawl_runner serp|bare SIMULATOR_URL DB_PATH QUERY_FILE PAGES` prints
-the pages fetched and the seconds taken, as JSON. Both kinds run K crawlers in one process, each
-paging one query one page at a time, so the only difference is lyra_crawl's own work. `serp`
-crawls Mojeek unless --engine names another, with the config in --config-dir when given.
+the pages fetched and the seconds taken, as JSON. QUERY_FILE holds one `engine<TAB>query` per
+line; the engines must be HTML engines paged by URL formula. Both kinds run ONE crawler
+fetching the same simulator pages with the same policy: each
+query one page at a time, and one request in flight per engine (a download slot of concurrency
+1 per engine, as lyra's politeness keeps it). So the only difference is lyra_crawl's own work:
+`serp` runs the queries as a stored batch (`-a batch=ID -a concurrency=K`), the bare spider as K
+chains of requests whose URLs lyra's own URL builder gives, keeping nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,31 +26,75 @@ import scrapy
 from scrapy.crawler import CrawlerProcess
 from scrapy.settings import Settings
 
+from lyra_crawl.backends import Backends, run_sync, with_backends
+from lyra_crawl.backends.records import EntrySpec
+from lyra_crawl.config import load_config
+from lyra_crawl.engines.request import build_page_request
+from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.spiders.serp import SerpSpider
 
+Query = tuple[str, str]  # (engine, query)
 
-class BareMojeekSpider(scrapy.Spider):
-    """The baseline: fetch the same simulator pages, follow `s`, keep nothing."""
+
+class BareSpider(scrapy.Spider):
+    """The baseline: fetch the same simulator pages, one chain per query, and yield each
+    result's URL and title with the engine's first XPath of each rule, as a plain Scrapy
+    spider would; nothing is checked, scored, merged or stored."""
 
     name = "bare"
 
-    def __init__(self, simulator_url: str, query: str, pages: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        simulator_url: str,
+        queries: Sequence[Query],
+        pages: int,
+        config_dir: str | None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.base = f"{simulator_url}/mojeek/search"
-        self.query = query
+        self.simulator_url = simulator_url
+        self.queries = queries
         self.pages = pages
+        self.config = load_config(config_dir)
 
     async def start(self):
-        yield scrapy.Request(f"{self.base}?q={self.query}", cb_kwargs={"page": 1})
+        for engine, query in self.queries:
+            yield self._page(engine, query, 1)
 
-    def parse(self, response, page: int):
-        yield {"links": len(response.xpath("//ul[@class='results-standard']/li"))}
+    def _page(self, engine: str, query: str, page: int) -> scrapy.Request:
+        built = build_page_request(self.config.engine(engine), query, page)
+        return scrapy.Request(
+            route_to_simulator(built.url, engine, self.simulator_url),
+            cb_kwargs={"engine": engine, "query": query, "page": page},
+            meta={"download_slot": engine},
+            dont_filter=True,
+        )
+
+    def parse(self, response, engine: str, query: str, page: int):
+        rules = self.config.engine(engine).parse
+        for node in response.xpath(rules["results"][0]):
+            yield {
+                "url": node.xpath(rules["url"][0]).get(),
+                "title": node.xpath(rules["title"][0]).get(),
+            }
         if page < self.pages:
-            following = page + 1
-            yield scrapy.Request(
-                f"{self.base}?q={self.query}&s={(following - 1) * 10 + 1}",
-                cb_kwargs={"page": following},
-            )
+            yield self._page(engine, query, page + 1)
+
+
+def record_batch(settings: Settings, queries: Sequence[Query], arguments: dict[str, str]) -> int:
+    """The queries as a stored batch of `serp` entries; returns its id."""
+    specs = [
+        EntrySpec(position, query, {"query": query, "engine": engine, **arguments})
+        for position, (engine, query) in enumerate(queries, start=1)
+    ]
+
+    async def record(backends: Backends) -> int:
+        batch = await backends.store.create_batch(
+            source="benchmark", content_hash=str(time.time()), entries=specs
+        )
+        return batch.id
+
+    return run_sync(with_backends(settings, record))
 
 
 def main(argv: list[str]) -> None:
@@ -53,13 +102,13 @@ def main(argv: list[str]) -> None:
     parser.add_argument("kind", choices=("serp", "bare"))
     parser.add_argument("simulator_url")
     parser.add_argument("db_path")
-    parser.add_argument("query_file", help="one query per line")
+    parser.add_argument("query_file", help="one engine<TAB>query per line")
     parser.add_argument("pages", type=int)
     parser.add_argument("--strategy", default="fixed")
-    parser.add_argument("--engine", default="mojeek")
     parser.add_argument("--config-dir")
     args = parser.parse_args(argv)
-    queries = Path(args.query_file).read_text(encoding="utf-8").splitlines()
+    lines = Path(args.query_file).read_text(encoding="utf-8").splitlines()
+    queries = [tuple(line.split("\t", 1)) for line in lines]
     settings = Settings()
     settings.setmodule("lyra_crawl.settings", priority="project")
     settings.update(
@@ -74,30 +123,34 @@ def main(argv: list[str]) -> None:
         },
         priority="cmdline",
     )
-    if args.kind == "bare":
-        settings.set("ITEM_PIPELINES", {}, priority="cmdline")
     process = CrawlerProcess(settings, install_root_handler=False)
-    crawlers = []
-    for query in queries:
-        if args.kind == "serp":
-            crawler = process.create_crawler(SerpSpider)
-            process.crawl(
-                crawler,
-                query=query,
-                engine=args.engine,
-                serp_max_pages=args.pages,
-                strategy=args.strategy,
-                cache="off",
-                sources="serp",  # the engine alone: the same pages the bare spider fetches
-            )
-        else:
-            crawler = process.create_crawler(BareMojeekSpider)
-            process.crawl(crawler, simulator_url=args.simulator_url, query=query, pages=args.pages)
-        crawlers.append(crawler)
+    if args.kind == "serp":
+        arguments = {
+            "serp_max_pages": str(args.pages),
+            "strategy": args.strategy,
+            "cache": "off",
+            "sources": "serp",  # the engine alone: the same pages the bare spider fetches
+        }
+        batch_id = record_batch(settings, queries, arguments)
+        crawler = process.create_crawler(SerpSpider)
+        process.crawl(crawler, batch=str(batch_id), concurrency=str(len(queries)))
+    else:
+        engines = {engine for engine, _ in queries}
+        slots = {engine: {"concurrency": 1, "delay": 0.0} for engine in engines}
+        settings.set("DOWNLOAD_SLOTS", slots, priority="cmdline")
+        settings.set("ITEM_PIPELINES", {}, priority="cmdline")
+        crawler = process.create_crawler(BareSpider)
+        process.crawl(
+            crawler,
+            simulator_url=args.simulator_url,
+            queries=queries,
+            pages=args.pages,
+            config_dir=args.config_dir,
+        )
     started = time.perf_counter()
     process.start()
     seconds = time.perf_counter() - started
-    fetched = sum(c.stats.get_value("response_received_count", 0) for c in crawlers)
+    fetched = crawler.stats.get_value("response_received_count", 0)
     print(json.dumps({"pages": fetched, "seconds": seconds}))
 
 
@@ -105,15 +158,14 @@ def run_crawls(
     kind: str,
     simulator_url: str,
     db_path: Path,
-    queries: list[str],
+    queries: Sequence[Query],
     pages: int,
     strategy: str = "fixed",
-    engine: str = "mojeek",
     config_dir: Path | None = None,
 ) -> dict[str, float]:
     """Run main() in a fresh process (one reactor per process) and return its figures."""
     query_file = db_path.with_suffix(".queries")
-    query_file.write_text("\n".join(queries), encoding="utf-8")
+    query_file.write_text("\n".join(f"{e}\t{q}" for e, q in queries), encoding="utf-8")
     output = subprocess.run(
         [
             sys.executable,
@@ -126,8 +178,6 @@ def run_crawls(
             str(pages),
             "--strategy",
             strategy,
-            "--engine",
-            engine,
             *(["--config-dir", str(config_dir)] if config_dir else []),
         ],
         capture_output=True,
@@ -138,7 +188,12 @@ def run_crawls(
 
 
 def pages_per_second(
-    kind: str, simulator_url: str, db_path: Path, queries: list[str], pages: int, **options: Any
+    kind: str,
+    simulator_url: str,
+    db_path: Path,
+    queries: Sequence[Query],
+    pages: int,
+    **options: Any,
 ) -> float:
     """Pages/s of run_crawls(...); every page asked for must have been fetched."""
     measured = run_crawls(kind, simulator_url, db_path, queries, pages, **options)

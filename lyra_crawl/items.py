@@ -39,10 +39,13 @@ class ResultItem(SerpResult):
     ) -> ResultItem:
         """`result` as found at `position` on page `page_number` of `source` for a query."""
         return cls(
-            **{field.name: getattr(result, field.name) for field in fields(SerpResult)},
+            **{name: getattr(result, name) for name in SERP_RESULT_FIELDS},
             query_id=query_id,
             source=source,
             kind=kind,
             page_number=page_number,
             position=position,
         )
+
+
+SERP_RESULT_FIELDS = tuple(field.name for field in fields(SerpResult))

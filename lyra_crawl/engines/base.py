@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from lyra_crawl.results import SerpResult
+
 _YEAR_RE = re.compile(r"\s*([0-9]{4})\b")
 _WHOLE_NUMBER_RE = re.compile(r"\s*([0-9]{1,18})\s*")
 
@@ -47,28 +49,6 @@ BLOCK_OUTCOMES = frozenset(
         Outcome.SOFT_BLOCK,
     }
 )
-
-
-@dataclass(frozen=True)
-class SerpResult:
-    """One organic result as the engine showed it (URL already unwrapped from redirects).
-
-    The paper fields are filled by the scholarly sources that give them; `source_id` is the
-    record's own id there (Semantic Scholar paperId, OpenAlex W-id, Crossref DOI, arXiv id, PMID).
-    """
-
-    url: str
-    title: str
-    snippet: str = ""
-    date: str | None = None
-    doi: str | None = None
-    arxiv_id: str | None = None
-    pmid: str | None = None
-    authors: tuple[str, ...] = ()
-    year: int | None = None
-    venue: str | None = None
-    abstract: str | None = None
-    source_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 
 from lyra_crawl.pipelines import ResultPipeline
+from lyra_crawl.session.query import QuerySession
 
 
 class StorePipeline(ResultPipeline):
@@ -19,11 +20,17 @@ class StorePipeline(ResultPipeline):
         crawler.signals.connect(pipeline.item_error, signal=signals.item_error)
         return pipeline
 
-    async def process_item(self, item: Any) -> Any:
+    def process_item(self, item: Any) -> Any:
         query = self.query_of(item)
         if query is not None:
             query.ledger.keep(item.source, item.page_number, item)
-            await self.session.settle(query)
+            if query.has_completed_pages:
+                # The page is complete: the item is done once the page is stored.
+                return self._settled(query, item)
+        return item
+
+    async def _settled(self, query: QuerySession, item: Any) -> Any:
+        await self.session.settle(query)
         return item
 
     async def item_dropped(self, item: Any, **_: Any) -> None:

@@ -9,13 +9,13 @@ figures as one HTML page.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from lyra_crawl.backends import Backends
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
-from lyra_crawl.backends.records import StoredPage
+from lyra_crawl.backends.records import StoredPage, StoredQuery
 from lyra_crawl.config import LyraConfig, load_config
 
 ATTRIBUTIONS = ("both", "api_only", "serp_only")
@@ -35,22 +35,20 @@ class PageFigures(StoredPage):
         return self.items_stored / self.results if self.results else None
 
 
-@dataclass(frozen=True)
-class QueryReport:
-    query_id: int
-    query_text: str
-    task_id: str | None
-    job_id: str | None
-    engine: str
-    sources: str
-    status: str
-    started_at: str
-    items: int
+@dataclass(frozen=True, kw_only=True)
+class QueryReport(StoredQuery):
+    """A query's row with what the report counts from its stored pages and items."""
+
     repeated: int
-    stop_reasons: dict[str, str]
-    harvest_rate: float | None
-    attribution: dict[str, int]
     pages: list[PageFigures]
+
+    @property
+    def query_id(self) -> int:
+        return self.id
+
+    @property
+    def stop_reasons(self) -> Mapping[str, str]:
+        return self.stop_reason
 
     @property
     def new(self) -> int:
@@ -74,23 +72,14 @@ async def query_report(store: ResultStore, query_id: int) -> QueryReport | None:
         return None
     counts = await store.attribution_counts(query_id)
     pages = [PageFigures.of(page) for page in await store.pages(query_id)]
-    return QueryReport(
-        query_id=row.id,
-        query_text=row.query_text,
-        task_id=row.task_id,
-        job_id=row.job_id,
-        engine=row.engine,
-        sources=row.sources,
-        status=row.status,
-        started_at=row.started_at,
+    counted = {
+        "attribution": {name: counts.get(name, 0) for name in ATTRIBUTIONS},
         # Counted from the stored pages: an interrupted crawl never wrote its row's totals.
-        items=sum(page.items_stored for page in pages),
-        repeated=await store.repeated_url_count(query_id),
-        stop_reasons=dict(row.stop_reason),
-        harvest_rate=row.harvest_rate,
-        attribution={name: counts.get(name, 0) for name in ATTRIBUTIONS},
-        pages=pages,
-    )
+        "items": sum(page.items_stored for page in pages),
+        "repeated": await store.repeated_url_count(query_id),
+        "pages": pages,
+    }
+    return QueryReport(**{**vars(row), **counted})
 
 
 async def quota_use(coordinator: Coordinator, config: LyraConfig, day: date) -> list[QuotaUse]:

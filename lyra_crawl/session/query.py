@@ -67,6 +67,10 @@ class QuerySession:
     def first_page(self) -> int:
         return self.arguments.serp_page
 
+    @property
+    def has_completed_pages(self) -> bool:
+        return bool(self._completed)
+
     def take_completed_pages(self) -> list[CompletedPage]:
         """Pages whose every item is kept or dropped, to be stored whole."""
         pages, self._completed = self._completed, []

@@ -64,6 +64,10 @@ class SimulatorState:
 def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; with Nagle's algorithm on, the body waits
+        # for the client's delayed ACK of the headers (~40 ms on Linux) on every keep-alive
+        # request, which real engines' servers do not make a crawler wait.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: object) -> None:
             pass  # the JSON request log replaces the default stderr lines

@@ -111,12 +111,7 @@ class SqliteCoordinator:
     # -- circuit breaker -------------------------------------------------------------------
 
     async def breaker_health(self, engine: str) -> Health:
-        return await self._db.read(
-            lambda conn: rows.health(
-                engine,
-                conn.execute("SELECT * FROM engine_health WHERE engine = ?", (engine,)).fetchone(),
-            )
-        )
+        return await self._db.read(lambda conn: _health(conn, engine))
 
     async def breaker_admit(self, engine: str, *, owner: str, trial_lease_s: float) -> Admission:
         return await self._change_health(
@@ -147,11 +142,19 @@ class SqliteCoordinator:
         return await self._change_health(engine, change)
 
     async def _change_health(self, engine: str, change: Callable[[Health], tuple[T, Health]]) -> T:
-        """Apply `change` to `engine`'s breaker in one transaction; returns its first value."""
+        """Apply `change` to `engine`'s breaker atomically; returns its first value.
 
-        def apply(conn: sqlite3.Connection) -> T:
-            row = conn.execute("SELECT * FROM engine_health WHERE engine = ?", (engine,)).fetchone()
-            before = rows.health(engine, row)
+        Most answers change nothing (a closed breaker stays closed): a plain read settles
+        those. A change is decided again under the write lock, from the state read there.
+        """
+
+        def decide(conn: sqlite3.Connection) -> T:
+            before = _health(conn, engine)
+            result, after = change(before)
+            return result if after == before else self._db.in_transaction(write)
+
+        def write(conn: sqlite3.Connection) -> T:
+            before = _health(conn, engine)
             result, after = change(before)
             if after != before:
                 conn.execute(
@@ -171,4 +174,10 @@ class SqliteCoordinator:
                 )
             return result
 
-        return await self._db.write(apply)
+        return await self._db.read(decide)
+
+
+def _health(conn: sqlite3.Connection, engine: str) -> Health:
+    return rows.health(
+        engine, conn.execute("SELECT * FROM engine_health WHERE engine = ?", (engine,)).fetchone()
+    )

@@ -97,12 +97,12 @@ class SqliteDatabase:
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work(connection)` on the worker thread in one BEGIN IMMEDIATE transaction."""
+        return await self._run(lambda: self.in_transaction(work))
 
-        def in_transaction() -> T:
-            with self._transaction() as conn:
-                return work(conn)
-
-        return await self._run(in_transaction)
+    def in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work(connection)` in one BEGIN IMMEDIATE transaction; on the worker thread only."""
+        with self._transaction() as conn:
+            return work(conn)
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
