@@ -59,7 +59,12 @@ def _marker_pattern(marker: str) -> re.Pattern[str]:
 
 
 def _contains(text: str, marker: str) -> bool:
-    return _marker_pattern(marker).search(text) is not None
+    words = marker.split()
+    # A plain substring search per word is many times faster than the regex on a large page
+    # and rules out nearly every page before the regex runs.
+    if not all(word in text for word in words):
+        return False
+    return len(words) < 2 or _marker_pattern(marker).search(text) is not None
 
 
 def repeated_page(previous_urls: Sequence[str] | None, result: ParseResult) -> ParseResult:
