@@ -41,14 +41,20 @@ def _unwrap_once(url: str) -> str | None:
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
     path = parts.path
-    params = dict(parse_qsl(parts.query, keep_blank_values=True))
     if host.endswith("duckduckgo.com") and path.startswith("/l/"):
-        return params.get("uddg")
+        return _query_params(parts.query).get("uddg")
     if (host.startswith("google.") or ".google." in host or host == "") and path == "/url":
+        params = _query_params(parts.query)
         return params.get("q") or params.get("url")
     if host.endswith("bing.com") and path.startswith("/ck/a"):
-        return _bing_target(params.get("u", ""))
+        return _bing_target(_query_params(parts.query).get("u", ""))
     return None
+
+
+def _query_params(query: str) -> dict[str, str]:
+    # Read only for a redirect link: most result URLs are none, and parsing costs more than
+    # the rest of the check.
+    return dict(parse_qsl(query, keep_blank_values=True))
 
 
 def _bing_target(value: str) -> str | None:
