@@ -51,17 +51,17 @@ def parse_page(
     spec: EngineSpec, body: bytes, page_number: int, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Turn one fetched page into results plus its outcome."""
-    text = body.decode("utf-8", errors="replace")
-    doc = html.parse_document(body) if spec.family == "html" else None
-    block = detect_block(spec, text, status, url, doc)
+    text, utf8 = html.decode(body)
+    page = html.page_selector(body, utf8=utf8) if spec.family == "html" else None
+    block = detect_block(spec, text, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
     if spec.family == "html":
         if status >= 400:
             return ParseResult(outcome=Outcome.ERROR, detail=f"HTTP {status}")
-        if doc is None:
+        if page is None:
             return ParseResult(outcome=Outcome.EMPTY, detail="empty body")
-        found = html.extract(spec, doc, page_number)
+        found = html.extract(spec, page, page_number)
     else:
         try:
             found = HOOKS[spec.parser or ""](spec, body, page_number, url)
@@ -152,13 +152,14 @@ def parse_token_page(
     spec: EngineSpec, body: bytes, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Read the fields a token page (Startpage's home page) hands to page 1."""
-    doc = html.parse_document(body)
-    block = detect_block(spec, body.decode("utf-8", errors="replace"), status, url, doc)
+    text, utf8 = html.decode(body)
+    page = html.page_selector(body, utf8=utf8)
+    block = detect_block(spec, text, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
-    if status >= 400 or doc is None:
+    if status >= 400 or page is None:
         return ParseResult(outcome=Outcome.ERROR, detail=f"token page answered HTTP {status}")
-    tokens = html.form_fields(doc, spec.token_fields)
+    tokens = html.form_fields(page, spec.token_fields)
     missing = [name for name in spec.token_fields if name not in tokens]
     if missing:
         return ParseResult(

@@ -42,16 +42,18 @@ def _unwrap_once(url: str) -> str | None:
     host = (parts.hostname or "").lower()
     path = parts.path
     if host.endswith("duckduckgo.com") and path.startswith("/l/"):
-        return _params(parts.query).get("uddg")
+        return _query_params(parts.query).get("uddg")
     if (host.startswith("google.") or ".google." in host or host == "") and path == "/url":
-        params = _params(parts.query)
+        params = _query_params(parts.query)
         return params.get("q") or params.get("url")
     if host.endswith("bing.com") and path.startswith("/ck/a"):
-        return _bing_target(_params(parts.query).get("u", ""))
+        return _bing_target(_query_params(parts.query).get("u", ""))
     return None
 
 
-def _params(query: str) -> dict[str, str]:
+def _query_params(query: str) -> dict[str, str]:
+    # Read only for a redirect link: most result URLs are none, and parsing costs more than
+    # the rest of the check.
     return dict(parse_qsl(query, keep_blank_values=True))
 
 
