@@ -15,6 +15,8 @@ from requests import RequestException
 from scrapyd_client.exceptions import ErrorResponse, MalformedResponse
 from scrapyd_client.pyclient import ScrapydClient
 
+from lyra_crawl.backends import absolute_url
+
 SPIDER = "serp"
 FINISHED = "finished"
 # Not listed at all: Scrapyd was restarted, or the job fell off its finished_to_keep list.
@@ -85,8 +87,8 @@ def wait_for_jobs(
 def job_settings(settings: Mapping[str, Any]) -> dict[str, str]:
     """This run's LYRA_* settings for each job, so jobs write where the batch reads.
 
-    Paths (names ending in _PATH or _DIR) are made absolute: Scrapyd runs jobs from its own
-    folder. Unset settings are left to the job's own defaults.
+    Paths (names ending in _PATH or _DIR, and SQLite URLs) are made absolute: Scrapyd runs jobs
+    from its own folder. Unset settings are left to the job's own defaults.
     """
     forwarded = {}
     for name in settings:
@@ -95,5 +97,7 @@ def job_settings(settings: Mapping[str, Any]) -> dict[str, str]:
             continue
         if name.endswith(("_PATH", "_DIR")):
             value = os.path.abspath(value)
+        elif name.endswith("_URL"):
+            value = absolute_url(str(value))
         forwarded[name] = str(value)
     return forwarded
