@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from lyra_crawl.backends.records import BreakerChange, RateClaim
 from lyra_crawl.backends.sqlite import rows
-from lyra_crawl.backends.sqlite.database import SqliteDatabase, utc_now
+from lyra_crawl.backends.sqlite.database import SqliteBackend, utc_now
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import (
     Admission,
@@ -28,17 +28,7 @@ from lyra_crawl.politeness.breaker import (
 T = TypeVar("T")
 
 
-class SqliteCoordinator:
-    def __init__(self, database: SqliteDatabase) -> None:
-        self._db = database
-
-    @property
-    def url(self) -> str:
-        return self._db.url
-
-    async def close(self) -> None:
-        await self._db.close()
-
+class SqliteCoordinator(SqliteBackend):
     # -- daily quota -----------------------------------------------------------------------
 
     async def reserve_quota(self, engine: str, day: str, daily_limit: int | None) -> bool:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from lyra_crawl.backends.records import BackendError
 
@@ -98,6 +98,12 @@ class SqliteDatabase:
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work(connection)` on the worker thread in one BEGIN IMMEDIATE transaction."""
         return await self._run(lambda: self.in_transaction(work))
+
+    async def select(
+        self, convert: Callable[[sqlite3.Row], T], sql: str, params: Sequence[Any] = ()
+    ) -> list[T]:
+        """Every row `sql` selects, each converted to its record."""
+        return await self.read(lambda conn: [convert(row) for row in conn.execute(sql, params)])
 
     def in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work(connection)` in one BEGIN IMMEDIATE transaction; on the worker thread only."""
@@ -199,3 +205,17 @@ def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, s
         return missing
     finally:
         reference.close()
+
+
+class SqliteBackend:
+    """What the store and the coordinator share: their database, its URL, closing it."""
+
+    def __init__(self, database: SqliteDatabase) -> None:
+        self._db = database
+
+    @property
+    def url(self) -> str:
+        return self._db.url
+
+    async def close(self) -> None:
+        await self._db.close()

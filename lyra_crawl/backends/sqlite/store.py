@@ -26,7 +26,7 @@ from lyra_crawl.backends.records import (
     StoredQuery,
 )
 from lyra_crawl.backends.sqlite import rows
-from lyra_crawl.backends.sqlite.database import SqliteDatabase, utc_now
+from lyra_crawl.backends.sqlite.database import SqliteBackend, utc_now
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper
 
@@ -43,17 +43,7 @@ def _instant(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
-class SqliteStore:
-    def __init__(self, database: SqliteDatabase) -> None:
-        self._db = database
-
-    @property
-    def url(self) -> str:
-        return self._db.url
-
-    async def close(self) -> None:
-        await self._db.close()
-
+class SqliteStore(SqliteBackend):
     # -- queries ---------------------------------------------------------------------------
 
     async def start_query(self, record: QueryRecord) -> int:
@@ -238,25 +228,17 @@ class SqliteStore:
         return await self._db.write(store)
 
     async def pages(self, query_id: int) -> list[StoredPage]:
-        return await self._db.read(
-            lambda conn: [
-                rows.stored_page(row)
-                for row in conn.execute(
-                    "SELECT * FROM serp_pages WHERE query_id = ? ORDER BY source, page_number",
-                    (query_id,),
-                )
-            ]
+        return await self._db.select(
+            rows.stored_page,
+            "SELECT * FROM serp_pages WHERE query_id = ? ORDER BY source, page_number",
+            (query_id,),
         )
 
     async def items(self, query_id: int) -> list[StoredItem]:
-        return await self._db.read(
-            lambda conn: [
-                rows.stored_item(row)
-                for row in conn.execute(
-                    "SELECT * FROM serp_items WHERE query_id = ? ORDER BY source, rank",
-                    (query_id,),
-                )
-            ]
+        return await self._db.select(
+            rows.stored_item,
+            "SELECT * FROM serp_items WHERE query_id = ? ORDER BY source, rank",
+            (query_id,),
         )
 
     async def earlier_urls(self, query_id: int) -> set[str]:
@@ -336,15 +318,11 @@ class SqliteStore:
         await self._db.write(copy)
 
     async def papers_of(self, query_id: int) -> list[StoredPaper]:
-        return await self._db.read(
-            lambda conn: [
-                rows.stored_paper(row)
-                for row in conn.execute(
-                    "SELECT * FROM papers WHERE id IN"
-                    " (SELECT paper_id FROM serp_items WHERE query_id = ?) ORDER BY id",
-                    (query_id,),
-                )
-            ]
+        return await self._db.select(
+            rows.stored_paper,
+            "SELECT * FROM papers WHERE id IN"
+            " (SELECT paper_id FROM serp_items WHERE query_id = ?) ORDER BY id",
+            (query_id,),
         )
 
     async def attribution_counts(self, query_id: int) -> dict[str, int]:
@@ -401,13 +379,8 @@ class SqliteStore:
         )
 
     async def open_interventions(self) -> list[Intervention]:
-        return await self._db.read(
-            lambda conn: [
-                rows.intervention(row)
-                for row in conn.execute(
-                    "SELECT * FROM intervention_queue WHERE status = 'open' ORDER BY id"
-                )
-            ]
+        return await self._db.select(
+            rows.intervention, "SELECT * FROM intervention_queue WHERE status = 'open' ORDER BY id"
         )
 
     async def resolve_intervention(self, intervention_id: int) -> bool:
@@ -534,14 +507,10 @@ class SqliteStore:
         )
 
     async def batch_entries(self, batch_id: int) -> list[BatchEntry]:
-        return await self._db.read(
-            lambda conn: [
-                rows.batch_entry(row)
-                for row in conn.execute(
-                    "SELECT * FROM batch_entries WHERE batch_id = ? ORDER BY position",
-                    (batch_id,),
-                )
-            ]
+        return await self._db.select(
+            rows.batch_entry,
+            "SELECT * FROM batch_entries WHERE batch_id = ? ORDER BY position",
+            (batch_id,),
         )
 
 
