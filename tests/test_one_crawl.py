@@ -113,7 +113,13 @@ def cmdline(pid: int) -> str:
 
 
 def stored(db_path: Path) -> dict[str, Any]:
-    """Each query's pages and items, by query text, without ids or times."""
+    """Each query's pages and items, by query text, without ids or times.
+
+    A URL or DOI two sources of one query both show is stored once, for the source whose page
+    arrived first; that order differs from run to run, so for queries with several sources the
+    items are compared as the set of what identifies them (DOI, else URL), and the pages
+    without their kept-item counts.
+    """
     result: dict[str, Any] = {}
     for query in query_db(db_path, "SELECT id, query_text, status, stop_reason FROM queries"):
         pages = query_db(
@@ -128,11 +134,14 @@ def stored(db_path: Path) -> dict[str, Any]:
             " WHERE query_id = ? ORDER BY source, rank",
             (query["id"],),
         )
+        several = len({page["source"] for page in pages}) > 1
         result[query["query_text"]] = (
             query["status"],
             query["stop_reason"],
-            [tuple(page) for page in pages],
-            [tuple(item) for item in items],
+            [tuple(page)[: 4 if several else 5] for page in pages],
+            sorted(item["doi"] or item["normalized_url"] for item in items)
+            if several
+            else [tuple(item) for item in items],
         )
     return result
 

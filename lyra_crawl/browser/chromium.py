@@ -42,10 +42,19 @@ def chromium_executable(configured: str | None, playwright_own: str) -> str:
 
 
 class ChromiumProvider(PlaywrightBrowserProvider):
-    """scrapy-playwright's own provider, launching the Chromium that chromium_executable picks."""
+    """scrapy-playwright's own provider, launching the Chromium that chromium_executable picks.
+
+    Playwright's driver starts with the first page to render, not with the crawl: a batch whose
+    engines might render (any engine may be chosen) starts no driver unless one does.
+    """
+
+    async def start(self) -> None:
+        pass  # see launch_browser
 
     async def launch_browser(self) -> Browser:
-        assert self.browser_type is not None, "start() runs before launch_browser()"
+        if self.browser_type is None:
+            await super().start()
+        assert self.browser_type is not None
         options = self.config.launch_options
         options["executable_path"] = chromium_executable(
             options.get("executable_path"), self.browser_type.executable_path
