@@ -273,6 +273,7 @@ def mojeek_is_lastmile(doc: dict[str, Any]) -> None:
     """Mojeek as the only last-mile engine, with a daily limit of one request."""
     doc["engines"]["mojeek"].update(lastmile=True, pagination_enabled=False, daily_limit=1)
     doc["lastmile"]["order"].insert(0, "mojeek")
+    doc["lastmile"]["max_share"] = 1.0  # the tests below are about quota; the cap has its own
     for name in doc["lastmile"]["order"][1:]:
         doc["engines"][name]["enabled"] = False
 

@@ -86,6 +86,10 @@ class ResultStore(Backend, Protocol):
 
     async def task_harvest_rate(self, task_id: str) -> float | None: ...
 
+    async def task_engines(self, task_id: str) -> dict[str, int]:
+        """How many of the task's queries went to each SERP engine."""
+        ...
+
     async def mark_cache_hit(self, query_id: int, answered_by: int) -> None: ...
 
     # -- pages and items -------------------------------------------------------------------

@@ -37,7 +37,6 @@ from lyra_crawl.batch.files import (
 )
 from lyra_crawl.batch.scrapyd import SchedulingError, job_settings, schedule_crawl, wait_for_jobs
 from lyra_crawl.config import ConfigError, load_config
-from lyra_crawl.query.arguments import DEFAULT_CONCURRENCY
 from lyra_crawl.spiders.serp import SerpSpider
 
 EXIT_FAILED = 1
@@ -58,9 +57,8 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--concurrency",
             type=int,
-            default=DEFAULT_CONCURRENCY,
             metavar="N",
-            help=f"queries running at once (default {DEFAULT_CONCURRENCY})",
+            help="queries running at once (default: two per engine the batch may choose)",
         )
         parser.add_argument("--scrapyd", metavar="URL", help="run the crawl on this Scrapyd")
         parser.add_argument(
@@ -84,7 +82,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give one batch file: scrapy batch FILE")
-        if opts.concurrency < 1:
+        if opts.concurrency is not None and opts.concurrency < 1:
             raise UsageError("--concurrency must be 1 or more")
         try:
             batch = load_batch(args[0], load_config(self.settings.get("LYRA_CONFIG_DIR")))
@@ -135,15 +133,13 @@ class Command(ScrapyCommand):
 
     def _crawl_here(self, record: BatchRecord, opts: argparse.Namespace) -> None:
         assert self.crawler_process is not None
-        self.crawler_process.crawl(
-            SerpSpider, batch=str(record.id), concurrency=str(opts.concurrency)
-        )
+        self.crawler_process.crawl(SerpSpider, **_spider_args(record, opts))
         self.crawler_process.start()
 
     def _crawl_on_scrapyd(self, record: BatchRecord, opts: argparse.Namespace) -> None:
         client = ScrapydClient(opts.scrapyd)
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
-        spider_args = {"batch": str(record.id), "concurrency": str(opts.concurrency)}
+        spider_args = _spider_args(record, opts)
         job = schedule_crawl(client, project, spider_args, job_settings(self.settings))
 
         def progress(job_id: str, state: str) -> None:
@@ -157,6 +153,14 @@ class Command(ScrapyCommand):
             timeout=opts.timeout,
             on_change=progress,
         )
+
+
+def _spider_args(record: BatchRecord, opts: argparse.Namespace) -> dict[str, str]:
+    """`serp -a batch=ID [-a concurrency=N]`; without N the crawl takes its default."""
+    args = {"batch": str(record.id)}
+    if opts.concurrency is not None:
+        args["concurrency"] = str(opts.concurrency)
+    return args
 
 
 async def _skip_cached(store: ResultStore, record: BatchRecord, batch: Batch) -> None:

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
+from lyra_crawl.politeness.hours import HourWindow, parse_window
 
 SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -141,6 +142,8 @@ class EnginePolicy:
     daily_limit: int | None
     lastmile: bool
     pagination_enabled: bool
+    # UTC windows in which requests may go out; empty = any hour.
+    allowed_hours: tuple[HourWindow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,8 @@ class LastMilePolicy:
 
     threshold: float = 0.9
     order: tuple[str, ...] = ("brave", "google", "bing")
+    # At most this share of a task's queries may go last-mile.
+    max_share: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -626,7 +631,19 @@ def _engine_policy(name: str, node: Any) -> EnginePolicy:
         pagination_enabled=_typed(
             node.get("pagination_enabled", True), bool, f, name, "pagination_enabled"
         ),
+        allowed_hours=_hour_windows(name, node.get("allowed_hours")),
     )
+
+
+def _hour_windows(name: str, node: Any) -> tuple[HourWindow, ...]:
+    f = POLICY_FILE
+    windows = []
+    for index, text in enumerate(_list(node, f, name, "allowed_hours")):
+        try:
+            windows.append(parse_window(text))
+        except ValueError as exc:
+            raise ConfigError(f"{_where(f, name, f'allowed_hours[{index}]')}: {exc}") from None
+    return tuple(windows)
 
 
 def _pagination_defaults(node: Any) -> PaginationDefaults:
@@ -708,4 +725,9 @@ def _lastmile_policy(node: Any, policies: Mapping[str, EnginePolicy]) -> LastMil
                 f"{f}: engine '{name}' has lastmile: true but is missing from lastmile.order: "
                 "add it there"
             )
-    return LastMilePolicy(threshold=threshold, order=tuple(order))
+    max_share = _typed(
+        node.get("max_share", defaults.max_share), float, f, "", "lastmile.max_share"
+    )
+    if not 0.0 <= max_share <= 1.0:
+        raise ConfigError(f"{f}: lastmile.max_share must be between 0 and 1 (got {max_share:g})")
+    return LastMilePolicy(threshold=threshold, order=tuple(order), max_share=max_share)

@@ -77,6 +77,7 @@ class PaginationMiddleware:
         """Measure the page, open it in the ledger, and decide on the next one."""
         source = page.source
         paging = query.paging[source]
+        query.pages_done[source] = query.pages_done.get(source, 0) + 1
         for item in items:
             item.normalized_url = normalize_url(item.url)  # the pipelines reuse it
         figures = paging.measure(

@@ -42,7 +42,6 @@ KNOWN_ARGUMENTS = frozenset(
 
 # Arguments of a crawl that runs a stored batch (`scrapy batch FILE` records it).
 BATCH_ARGUMENTS = frozenset({"batch", "concurrency"})
-DEFAULT_CONCURRENCY = 10
 
 
 class ArgumentError(ValueError):
@@ -79,7 +78,7 @@ class StoredBatch:
     """`-a batch=ID`: a crawl of a stored batch's entries, `concurrency` queries at a time."""
 
     batch_id: int
-    concurrency: int = DEFAULT_CONCURRENCY
+    concurrency: int
     job_id: str | None = None
 
 
@@ -103,10 +102,20 @@ def parse_launch(raw: Mapping[str, Any], config: LyraConfig) -> LaunchPlan:
     return StoredBatch(
         batch_id=_whole_number(raw["batch"], "batch", 1, None),
         concurrency=_whole_number(
-            raw.get("concurrency", DEFAULT_CONCURRENCY), "concurrency", 1, None
+            raw.get("concurrency", default_concurrency(config)), "concurrency", 1, None
         ),
         job_id=raw.get("_job") or None,
     )
+
+
+def default_concurrency(config: LyraConfig) -> int:
+    """Queries a batch runs at once unless told: two per engine the frontier may choose.
+
+    Each engine answers one request at a time and a query asks for its next page only after
+    the last one is parsed, so a second query per engine keeps it busy in the meantime.
+    """
+    choosable = [n for n in usable_engines(config) if config.policies[n].weight > 0]
+    return max(2 * len(choosable), 2)
 
 
 def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:

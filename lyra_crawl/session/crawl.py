@@ -103,6 +103,14 @@ class CrawlSession:
     def register(self, session: QuerySession) -> None:
         self.queries[session.query_id] = session
 
+    def queued_requests(self) -> dict[str, float]:
+        """Requests the running queries may still send, by engine (the frontier's backlog)."""
+        queued: dict[str, float] = {}
+        for session in self.queries.values():
+            for source in session.sources:
+                queued[source] = queued.get(source, 0) + session.remaining_requests(source)
+        return queued
+
     async def wait_for_room(self, concurrency: int) -> None:
         """Until fewer than `concurrency` queries are running."""
         async with self._room:

@@ -25,7 +25,7 @@ from lyra_crawl.paging.stop_rules import PaginationConfig, PaginationStrategy, S
 from lyra_crawl.papers.collector import paper_record
 from lyra_crawl.politeness.breaker import refuses_now
 from lyra_crawl.politeness.quota import utc_date
-from lyra_crawl.politeness.selection import SelectionDecision, choose_engine
+from lyra_crawl.politeness.selection import SelectionDecision, TaskShare, choose_engine
 from lyra_crawl.query.arguments import SERP_SOURCE, CrawlArguments, crawl_sources, usable_engines
 from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
@@ -165,7 +165,13 @@ async def _engine(
             usable = usable_engines(crawl.config)
             available = [name for name in usable if await _available(crawl, name)]
             decision = choose_engine(
-                crawl.config, usable=usable, available=available, harvest_rate=harvest_rate
+                crawl.config,
+                usable=usable,
+                available=available,
+                harvest_rate=harvest_rate,
+                now=datetime.now(UTC),
+                queued=crawl.queued_requests(),
+                task_share=await _task_share(crawl, arguments.task_id),
             )
     logger.info("engine choice: %s", decision.as_dict())
     if decision.engine is None:
@@ -174,6 +180,14 @@ async def _engine(
             "`scrapy engines`"
         )
     return decision.engine, decision
+
+
+async def _task_share(crawl: CrawlSession, task_id: str | None) -> TaskShare | None:
+    if task_id is None:
+        return None
+    engines = await crawl.store.task_engines(task_id)
+    lastmile = sum(count for name, count in engines.items() if name in crawl.config.lastmile.order)
+    return TaskShare(lastmile=lastmile, total=sum(engines.values()))
 
 
 async def _available(crawl: CrawlSession, engine: str) -> bool:

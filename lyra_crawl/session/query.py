@@ -49,6 +49,8 @@ class QuerySession:
     previous_urls: dict[str, tuple[str, ...]] = field(default_factory=dict)
     dedupe: QueryDedupe = field(default_factory=QueryDedupe)
     papers: QueryPapers = field(default_factory=QueryPapers)
+    # Pages each source has answered so far.
+    pages_done: dict[str, int] = field(default_factory=dict)
     stop_reasons: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     closing: bool = False
@@ -83,6 +85,15 @@ class QuerySession:
         if reason == StopReason.ERROR:
             self.errors.setdefault(source, detail)
         logger.info("query %d: %s stops: %s (%s)", self.query_id, source, reason, detail)
+
+    def remaining_requests(self, source: str) -> int:
+        """Pages `source` may still ask for (an upper bound: it may stop earlier)."""
+        paging = self.paging.get(source)
+        if paging is None or source in self.stop_reasons:
+            return 0
+        last = self.pagination.last_page(self.first_page, paging.page_cap)
+        start = self.start_pages.get(source, self.first_page)
+        return max(last - start + 1 - self.pages_done.get(source, 0), 0)
 
     @property
     def done(self) -> bool:

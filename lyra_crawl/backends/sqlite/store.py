@@ -188,6 +188,17 @@ class SqliteStore(SqliteBackend):
         )
         return None if value is None else float(value)
 
+    async def task_engines(self, task_id: str) -> dict[str, int]:
+        return await self._db.read(
+            lambda conn: {
+                row[0]: row[1]
+                for row in conn.execute(
+                    "SELECT engine, COUNT(*) FROM queries WHERE task_id = ? GROUP BY engine",
+                    (task_id,),
+                )
+            }
+        )
+
     async def mark_cache_hit(self, query_id: int, answered_by: int) -> None:
         await self._db.write(
             lambda conn: conn.execute(
