@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,7 @@ from lyra_crawl.backends.records import (
     StoredQuery,
 )
 from lyra_crawl.backends.sqlite import rows
-from lyra_crawl.backends.sqlite.database import SqliteBackend, utc_now
+from lyra_crawl.backends.sqlite.database import SqliteBackend, process_alive, utc_now
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper
 
@@ -462,6 +463,7 @@ class SqliteStore(SqliteBackend):
     ) -> list[BatchEntry]:
         def take(conn: sqlite3.Connection) -> list[BatchEntry]:
             now = time.time()
+            _expire_dead_leases(conn, batch_id)
             found = conn.execute(
                 "SELECT id FROM batch_entries WHERE batch_id = ? AND (state = 'pending'"
                 " OR (state = 'running' AND (lease_until IS NULL OR lease_until < ?)))"
@@ -523,6 +525,22 @@ class SqliteStore(SqliteBackend):
             "SELECT * FROM batch_entries WHERE batch_id = ? ORDER BY position",
             (batch_id,),
         )
+
+
+def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
+    """End at once the leases of running entries whose crawl, on this host, is gone (killed):
+    a resumed batch takes them again without waiting for the lease to run out."""
+    host = f"{socket.gethostname()}:"
+    owners = conn.execute(
+        "SELECT DISTINCT lease_owner FROM batch_entries WHERE batch_id = ? AND state = 'running'"
+        " AND lease_owner LIKE ?",
+        (batch_id, f"{host}%"),
+    ).fetchall()
+    dead = [owner for (owner,) in owners if not process_alive(int(owner[len(host) :]))]
+    conn.executemany(
+        "UPDATE batch_entries SET lease_until = 0 WHERE batch_id = ? AND lease_owner = ?",
+        [(batch_id, owner) for owner in dead],
+    )
 
 
 def _upsert_paper(conn: sqlite3.Connection, paper: CanonicalPaper, now: str) -> int:

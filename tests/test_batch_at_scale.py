@@ -1,0 +1,169 @@
+"""Batches at scale, end to end: killed and continued, engines outside their hours, the
+last-mile share of a task, and a 10,000-entry file recorded and queued."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from lyra_crawl.backends.records import QueryRecord
+from lyra_crawl.batch.files import entry_specs, parse_batch
+from lyra_crawl.config import load_config
+from tests.conftest import ROOT, query_db, run_scrapy, scrapy_env, start_scrapy, with_store
+from tests.reliability.test_kill_and_resume import assert_whole_pages, stored_pages
+
+
+def config_folder(tmp_path: Path, edit) -> Path:
+    folder = tmp_path / "config"
+    folder.mkdir()
+    for source in (ROOT / "config").glob("*.yaml"):
+        (folder / source.name).write_text(source.read_text())
+    policy = yaml.safe_load((folder / "engines.yaml").read_text())
+    edit(policy)
+    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
+    return folder
+
+
+@pytest.mark.e2e
+def test_a_killed_batch_run_again_does_every_entry_once_and_stores_each_page_once(
+    start_simulator, tmp_path
+):
+    db_path = tmp_path / "lyra.sqlite3"
+    simulator = start_simulator("--slow-at", "mojeek:3:1500")
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {engine: mojeek, serp_max_pages: 4, strategy: fixed, sources: [serp]}\n"
+        "queries: [" + ", ".join(f"'estuary {n}'" for n in range(6)) + "]\n"
+    )
+    env = scrapy_env(simulator, db_path)
+
+    first = start_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
+    deadline = time.monotonic() + 60
+    while stored_pages(db_path) < 5:
+        assert first.poll() is None, first.stderr.read()[-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    states = [r["state"] for r in query_db(db_path, "SELECT state FROM batch_entries")]
+    assert "pending" in states and "running" in states, states
+
+    again = run_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "continuing batch 1" in again.stdout
+    assert "6 of 6 entries succeeded" in again.stdout
+    assert_whole_pages(db_path)
+    entries = query_db(db_path, "SELECT state, query_id, attempts FROM batch_entries")
+    assert all(e["state"] == "done" for e in entries)
+    queries = query_db(db_path, "SELECT id, query_text, status FROM queries ORDER BY id")
+    assert sorted(q["query_text"] for q in queries) == [f"estuary {n}" for n in range(6)]
+    assert {e["query_id"] for e in entries} == {q["id"] for q in queries}
+    assert all(q["status"] == "finished" for q in queries)
+    pages = query_db(
+        db_path, "SELECT query_id, page_number FROM serp_pages ORDER BY query_id, page_number"
+    )
+    assert [(p["query_id"], p["page_number"]) for p in pages] == [
+        (q["id"], n) for q in queries for n in (1, 2, 3, 4)
+    ]
+    assert any(e["attempts"] == 2 for e in entries), "entries the kill interrupted ran again"
+
+
+@pytest.mark.e2e
+def test_an_engine_outside_its_hours_is_refused_and_its_entries_go_elsewhere(simulator, tmp_path):
+    now = datetime.now(UTC)
+    later = f"{(now + timedelta(hours=2)):%H}:00-{(now + timedelta(hours=3)):%H}:00"
+
+    def edit(policy) -> None:
+        for name, engine in policy["engines"].items():
+            engine["weight"] = 1.0 if name in ("mojeek", "duckduckgo") else 0.0
+        policy["engines"]["mojeek"]["allowed_hours"] = [later]
+
+    db_path = tmp_path / "lyra.sqlite3"
+    env = {**scrapy_env(simulator, db_path), "LYRA_CONFIG_DIR": str(config_folder(tmp_path, edit))}
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {serp_max_pages: 1, sources: [serp]}\n"
+        "queries: [lagoon 1, lagoon 2, lagoon 3, lagoon 4, {query: lagoon 5, engine: mojeek}]\n"
+    )
+
+    result = run_scrapy("batch", str(batch_file), env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = query_db(db_path, "SELECT query_text, engine, selection, stop_reason FROM queries")
+    chosen = {r["query_text"]: r for r in rows}
+    for n in range(1, 5):
+        row = chosen[f"lagoon {n}"]
+        assert row["engine"] == "duckduckgo"
+        assert "outside allowed hours: mojeek" in json.loads(row["selection"])["reason"]
+    named = chosen["lagoon 5"]
+    assert json.loads(named["stop_reason"]) == {"mojeek": "quota"}
+    assert f"mojeek takes requests only in {later} UTC" in result.stderr
+    assert simulator.requests("mojeek") == []
+
+
+@pytest.mark.e2e
+def test_a_task_with_harvest_one_sends_at_most_its_share_last_mile(simulator, tmp_path):
+    db_path = tmp_path / "lyra.sqlite3"
+
+    async def earlier(backends) -> None:
+        query_id = await backends.store.start_query(
+            QueryRecord("earlier", "earlier", "mojeek", 1, 1, "auto", task_id="dunes")
+        )
+        await backends.store.finish_query(
+            query_id, status="finished", stop_reasons={}, errors={}, relevance_threshold=None
+        )
+
+    with_store(db_path, earlier)
+    # Only the task's harvest rate matters here: the earlier query's row says 1.0.
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE queries SET harvest_rate = 1.0")
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {task_id: dunes, serp_max_pages: 1, sources: [serp]}\n"
+        "queries: [" + ", ".join(f"'dune {n}'" for n in range(40)) + "]\n"
+    )
+    env = {**scrapy_env(simulator, db_path), "LYRA_BROWSER_ENABLED": "false"}
+
+    result = run_scrapy("batch", str(batch_file), "--concurrency", "4", env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = query_db(db_path, "SELECT engine, selection FROM queries WHERE query_text != 'earlier'")
+    lastmile_order = load_config().lastmile.order
+    went = [r for r in rows if r["engine"] in lastmile_order]
+    assert 1 <= len(went) <= 0.1 * 41 + 1, [r["engine"] for r in rows]
+    capped = [json.loads(r["selection"])["reason"] for r in rows if r not in went]
+    assert all("lastmile.max_share 0.1" in reason for reason in capped)
+
+
+def test_a_ten_thousand_entry_file_is_recorded_and_queued_in_order(tmp_path):
+    text = "defaults: {engine: mojeek}\nqueries:\n" + "".join(
+        f"  - query {n}\n" for n in range(10_000)
+    )
+    batch = parse_batch(text, load_config(), filename="big.yaml")
+
+    async def record_and_take(backends):
+        store = backends.store
+        record = await store.create_batch(
+            source="big.yaml", content_hash=batch.content_hash, entries=entry_specs(batch)
+        )
+        first = await store.take_entries(record.id, 25, owner="here:1", lease_s=60)
+        second = await store.take_entries(record.id, 25, owner="here:1", lease_s=60)
+        return record, first, second
+
+    record, first, second = with_store(tmp_path / "lyra.sqlite3", record_and_take)
+
+    assert record.entries == 10_000
+    assert [e.position for e in first + second] == list(range(1, 51))
+    assert first[0].arguments == {"engine": "mojeek", "query": "query 0"}
+    counts = query_db(
+        tmp_path / "lyra.sqlite3", "SELECT state, COUNT(*) AS n FROM batch_entries GROUP BY state"
+    )
+    assert {c["state"]: c["n"] for c in counts} == {"pending": 9_950, "running": 50}
