@@ -57,8 +57,10 @@ LYRA_CONTACT_EMAIL = os.environ.get("LYRA_CONTACT_EMAIL", "")
 EXTENSIONS = {"lyra_crawl.session.CrawlSession": 0}
 
 # -- politeness: one download slot per engine, concurrency 1 (set by SerpSpider) ------------
-# Order on the way out: engine turn -> breaker -> quota -> rate -> download; block detection
-# sees responses first on the way back, the engine turn last. They sit nearer the downloader
+# Order on the way out: engine turn -> breaker -> quota -> rate -> download. On the way back
+# the rate slot is released first (spacing counts from the answer, not from its parsing), then
+# block detection judges the page, then the breaker reads the verdict, the engine turn last.
+# They sit nearer the downloader
 # than Retry (550) and Redirect (600), so each retry and each redirect is checked again, and
 # the breaker sees every response and error before those turn it into a new request.
 # HttpCompression moves nearer still, so block detection reads decompressed pages.
@@ -67,8 +69,8 @@ DOWNLOADER_MIDDLEWARES = {
     "lyra_crawl.middlewares.engine_turn.EngineTurnMiddleware": 805,
     "lyra_crawl.middlewares.circuit_breaker.CircuitBreakerMiddleware": 810,
     "lyra_crawl.middlewares.daily_quota.DailyQuotaMiddleware": 820,
-    "lyra_crawl.middlewares.rate_limit.RateLimitMiddleware": 830,
-    "lyra_crawl.middlewares.block_detection.BlockDetectionMiddleware": 840,
+    "lyra_crawl.middlewares.block_detection.BlockDetectionMiddleware": 830,
+    "lyra_crawl.middlewares.rate_limit.RateLimitMiddleware": 840,
 }
 # Engines' robots.txt disallow their own result pages; the politeness layer is the pacing and
 # quotas in engines.yaml instead.

@@ -21,6 +21,7 @@ from lyra_crawl.backends.records import (
     BatchEntry,
     BatchRecord,
     BreakerChange,
+    EngineState,
     EntrySpec,
     Intervention,
     PageRecord,
@@ -50,7 +51,10 @@ class Backend(Protocol):
 
 class ResultStore(Backend, Protocol):
     # -- queries ---------------------------------------------------------------------------
-    async def start_query(self, record: QueryRecord) -> int: ...
+    async def start_query(self, record: QueryRecord) -> int:
+        """A new running query; with `record.batch_entry_id`, that entry is marked as running
+        this query (its id and engine) in the same transaction."""
+        ...
 
     async def interrupted_query(
         self, record: QueryRecord, *, any_engine: bool
@@ -70,8 +74,12 @@ class ResultStore(Backend, Protocol):
         stop_reasons: Mapping[str, str],
         errors: Mapping[str, str],
         relevance_threshold: float | None,
+        entry_state: str | None = None,
     ) -> StoredQuery:
-        """Close the row; pages, items and harvest rate are counted from what was stored."""
+        """Close the row; pages, items and harvest rate are counted from what was stored.
+
+        `entry_state`: the state the query's batch entry takes, in the same transaction.
+        """
         ...
 
     async def query(self, query_id: int) -> StoredQuery | None: ...
@@ -188,6 +196,10 @@ class Coordinator(Backend, Protocol):
     async def quota_used(self, engine: str, day: str) -> int: ...
 
     async def quota_used_on(self, day: str) -> dict[str, int]: ...
+
+    async def engine_states(self, engines: Sequence[str], day: str) -> dict[str, EngineState]:
+        """Each engine's breaker and its quota used on `day`, in one read (engine choice)."""
+        ...
 
     # -- the per-engine send slot ----------------------------------------------------------
     async def claim_rate_slot(self, engine: str, lease_s: float) -> RateClaim:

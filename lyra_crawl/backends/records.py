@@ -194,6 +194,14 @@ class RateClaim:
 
 
 @dataclass(frozen=True)
+class EngineState:
+    """What engine choice needs to know of one engine: its breaker, and its quota used today."""
+
+    health: Health
+    used_today: int
+
+
+@dataclass(frozen=True)
 class BreakerChange:
     """An engine's breaker before and after a recorded failure."""
 

@@ -1,14 +1,14 @@
 """Block detection: recognise CAPTCHA, JS-wall, geo-block, 403, 429 and repeated pages; queue
 each one for a person and feed it to the circuit breaker.
 
-Every response of a lyra request is judged once, here, by the engine's own parser plus the
-repeated-page check (lyra_crawl.session.judging): the markers of search_parsers.yaml, structural
-checks (DuckDuckGo's bare home page), blocks an API declares in its body (Qwant's DataDome
-answer), and a page that repeats the previous page of its source. The verdict travels to the
-spider in the request's RequestState, so the page is not parsed again. A block records an open
-intervention (`scrapy interventions` lists them), trips the breaker through the verdict
-(CircuitBreakerMiddleware reads it, with the response's Retry-After), and is counted under
-`lyra/<engine>/block/<kind>`.
+Every response of a lyra request is judged once, here, by the engine's own parser (on a thread
+of its own) plus the repeated-page check (lyra_crawl.session.judging): the markers of
+search_parsers.yaml, structural checks (DuckDuckGo's bare home page), blocks an API declares in
+its body (Qwant's DataDome answer), and a page that repeats the previous page of its source. The
+verdict travels to the spider in the request's RequestState, so the page is not parsed again. A
+block records an open intervention (`scrapy interventions` lists them), trips the breaker
+through the verdict (CircuitBreakerMiddleware reads it, with the response's Retry-After), and is
+counted under `lyra/<engine>/block/<kind>`.
 
 Settings: LYRA_BREAKER_ENABLED (it exists to feed the breaker).
 """
@@ -21,7 +21,7 @@ from scrapy import Request
 from scrapy.http import Response
 
 from lyra_crawl.middlewares.base import EngineMiddleware
-from lyra_crawl.session.judging import judge, response_engine_url
+from lyra_crawl.session.judging import judge_on_thread, response_engine_url
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,14 @@ class BlockDetectionMiddleware(EngineMiddleware):
             return response
         engine = state.engine
         simulator_url = self.session.simulator_url
-        verdict = judge(self.config.engine(engine), response, state, query, simulator_url)
+        verdict = await judge_on_thread(
+            self.config.engine(engine),
+            response,
+            state,
+            query,
+            simulator_url,
+            self.session.parser_thread,
+        )
         state.verdict = verdict
         if verdict.blocked:
             kind = verdict.outcome.value

@@ -1,17 +1,17 @@
 """Engine choice when no `-a engine=` is given: last-mile, or the earliest free engine. Pure.
 
-A task whose harvest rate is at or above the last-mile threshold (engines.yaml `lastmile:`,
-0.9 inclusive) tries the last-mile engines in their configured order — unless the task's
-queries that went last-mile already reach `lastmile.max_share` of its queries — skipping any
-that is not available now (breaker open, daily quota spent, outside its `allowed_hours`).
+A task whose harvest rate is at or above the last-mile threshold (engines.yaml `lastmile:`, 0.9
+inclusive) tries the last-mile engines in their configured order — unless the task's queries
+that went last-mile already reach `lastmile.max_share` of its queries — skipping any that is not
+available now (breaker open, daily quota spent, outside its `allowed_hours`).
 
 Otherwise, or when no last-mile engine can take it, the query goes to a normal engine (weight >
 0, available, inside its allowed hours): the one expected to be free soonest, given the requests
-the crawl's running queries still have queued for each engine and its qps; engines free within
-one request of the soonest are equal, and among equals the choice is weighted random. With
-nothing queued (one query, or a light batch) that is the weighted choice among all available
-engines; under a backlog it keeps every engine busy. Weight 0 means: only by name or
-last-mile. The decision's `reason` names the rule that decided.
+the crawl's running queries still have queued for each engine and its qps; among engines free
+equally soon the choice is weighted random. With nothing queued (one query, or a light batch)
+that is the weighted choice among all available engines; under a backlog it keeps every engine
+busy and their queues even. Weight 0 means: only by name or last-mile. The decision's `reason`
+names the rule that decided.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from typing import Any
 
 from lyra_crawl.config import LyraConfig
 from lyra_crawl.politeness.hours import allowed_at, describe
+
+# Free times closer than this are the same time (float noise, not a real difference).
+_SAME_TIME_S = 1e-6
 
 
 @dataclass(frozen=True)
@@ -119,14 +122,12 @@ def earliest_free(
     if not candidates:
         return None, "no engine available"
     free_in = {name: queued.get(name, 0.0) / config.policies[name].qps for name in candidates}
-    soonest = min(candidates, key=free_in.__getitem__)
-    # Within one request of the soonest engine counts as equally soon.
-    horizon = free_in[soonest] + 1.0 / config.policies[soonest].qps
-    equal = [name for name in candidates if free_in[name] <= horizon]
+    soonest = min(free_in.values())
+    equal = [name for name in candidates if free_in[name] <= soonest + _SAME_TIME_S]
     engine = choose_weighted(config, equal, rng)
     if len(equal) == len(candidates):
         return engine, "weighted"
-    return engine, f"earliest free ({', '.join(equal)} within {horizon:.1f} s): weighted"
+    return engine, f"earliest free ({', '.join(equal)} in {soonest:.1f} s): weighted"
 
 
 def _over_share(config: LyraConfig, share: TaskShare | None) -> str:

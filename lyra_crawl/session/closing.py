@@ -31,12 +31,15 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: str) -
             if count:
                 crawl.stats.inc_value(f"lyra/papers/{attribution}", count)
         await store.save_papers(query_id, merged.papers, merged.fused_ranks, merged.attribution)
+    # An interrupted entry is taken again by the batch's next run, which resumes it.
+    entry_state = {"finished": "done", "interrupted": "pending"}.get(status, "failed")
     row = await store.finish_query(
         query_id,
         status=status,
         stop_reasons=session.stop_reasons,
         errors=session.errors,
         relevance_threshold=crawl.config.pagination.relevance_threshold,
+        entry_state=entry_state,
     )
     arguments = session.arguments
     if status == "finished" and row.items and not session.cache_hit and arguments.cache != "off":
@@ -47,10 +50,6 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: str) -
             created_at=now,
             expires_at=now + timedelta(hours=crawl.config.cache_ttl_hours),
         )
-    if session.batch_entry_id is not None:
-        # An interrupted entry is taken again by the batch's next run, which resumes it.
-        state = {"finished": "done", "interrupted": "pending"}.get(status, "failed")
-        await store.finish_entry(session.batch_entry_id, state=state, query_id=query_id)
     logger.info(
         "query %d %s: %d pages, %d items, stop %s",
         query_id,

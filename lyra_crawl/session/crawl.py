@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, Self
 
@@ -61,6 +62,8 @@ class CrawlSession:
         self._tasks: set[asyncio.Task[None]] = set()
         self._warned: set[str] = set()
         self._lease_renewal: LoopingCall | None = None
+        # Pages are parsed here, off the reactor (lyra_crawl.session.judging).
+        self.parser_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lyra-parse")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -250,3 +253,4 @@ class CrawlSession:
             await self._close(session, status)
         if self._backends is not None:
             await self._backends.close()
+        self.parser_thread.shutdown(wait=False)

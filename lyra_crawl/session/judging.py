@@ -1,11 +1,16 @@
 """Judge a fetched page once: the engine's parser, then whether it repeats the page before it.
 
 Block detection judges every response when it runs and hands the verdict to the spider; with
-it switched off the spider judges. Either way through this one function, so a page is parsed
-once and a repeated page is a soft block in both cases.
+it switched off the spider judges. Either way through `judge`, so a page is parsed once and a
+repeated page is a soft block in both cases. Block detection parses on a thread of its own
+(`judge_on_thread`): the parser is a pure function, parsel and lxml release the GIL for much
+of their work, so parsing overlaps the reactor's work on a second core.
 """
 
 from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Executor
 
 from scrapy.http import Response
 
@@ -30,16 +35,40 @@ def judge(
     session: QuerySession,
     simulator_url: str | None,
 ) -> ParseResult:
-    token_page = state.kind is RequestKind.TOKEN_PAGE
-    result = parse_fetched(
+    return _after_parse(spec, state, session, _parse(spec, response, state, simulator_url))
+
+
+async def judge_on_thread(
+    spec: EngineSpec,
+    response: Response,
+    state: RequestState,
+    session: QuerySession,
+    simulator_url: str | None,
+    parser_thread: Executor,
+) -> ParseResult:
+    loop = asyncio.get_running_loop()
+    parsed = await loop.run_in_executor(parser_thread, _parse, spec, response, state, simulator_url)
+    return _after_parse(spec, state, session, parsed)
+
+
+def _parse(
+    spec: EngineSpec, response: Response, state: RequestState, simulator_url: str | None
+) -> ParseResult:
+    return parse_fetched(
         spec,
         response.body,
         state.page_number,
         status=response.status,
         url=response_engine_url(response, state, simulator_url),
-        token_page=token_page,
+        token_page=state.kind is RequestKind.TOKEN_PAGE,
     )
-    if token_page or result.follow_up is not None:
+
+
+def _after_parse(
+    spec: EngineSpec, state: RequestState, session: QuerySession, result: ParseResult
+) -> ParseResult:
+    """A page repeating the previous page of its source is a soft block."""
+    if state.kind is RequestKind.TOKEN_PAGE or result.follow_up is not None:
         return result
     result = repeated_page(session.previous_urls.get(spec.name), result)
     session.previous_urls[spec.name] = tuple(found.url for found in result.results)

@@ -93,8 +93,6 @@ async def open_query(
         cache_key=key,
         batch_entry_id=entry.id if entry else None,
     )
-    if entry is not None:
-        await crawl.store.entry_started(entry.id, query_id=query_id, engine=engine)
     if resumed is not None:
         await _resume(crawl, session)
     cached = None if resumed else await _fresh_cache_entry(crawl, session)
@@ -163,7 +161,7 @@ async def _engine(
             )
         else:
             usable = usable_engines(crawl.config)
-            available = [name for name in usable if await _available(crawl, name)]
+            available = await _available(crawl, usable)
             decision = choose_engine(
                 crawl.config,
                 usable=usable,
@@ -190,12 +188,19 @@ async def _task_share(crawl: CrawlSession, task_id: str | None) -> TaskShare | N
     return TaskShare(lastmile=lastmile, total=sum(engines.values()))
 
 
-async def _available(crawl: CrawlSession, engine: str) -> bool:
-    """Not refused right now by its breaker or its daily quota."""
-    if refuses_now(await crawl.coordinator.breaker_health(engine), time.time()):
-        return False
-    limit = crawl.config.policy(engine).daily_limit
-    return limit is None or await crawl.coordinator.quota_used(engine, utc_date()) < limit
+async def _available(crawl: CrawlSession, engines: list[str]) -> list[str]:
+    """Those of `engines` not refused right now by their breaker or their daily quota."""
+    states = await crawl.coordinator.engine_states(engines, utc_date())
+    now = time.time()
+    return [
+        name
+        for name, state in states.items()
+        if not refuses_now(state.health, now)
+        and (
+            crawl.config.policy(name).daily_limit is None
+            or state.used_today < (crawl.config.policy(name).daily_limit or 0)
+        )
+    ]
 
 
 # -- resume (-a resume=true) -----------------------------------------------------------------

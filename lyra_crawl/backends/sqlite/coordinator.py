@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from lyra_crawl.backends.records import BreakerChange, RateClaim
+from lyra_crawl.backends.records import BreakerChange, EngineState, RateClaim
 from lyra_crawl.backends.sqlite import rows
 from lyra_crawl.backends.sqlite.database import SqliteBackend, utc_now
 from lyra_crawl.config import BreakerPolicy
@@ -65,6 +65,29 @@ class SqliteCoordinator(SqliteBackend):
                 )
             }
         )
+
+    async def engine_states(self, engines: Sequence[str], day: str) -> dict[str, EngineState]:
+        def read(conn: sqlite3.Connection) -> dict[str, EngineState]:
+            marks = ", ".join("?" for _ in engines)
+            healths = {
+                row["engine"]: row
+                for row in conn.execute(
+                    f"SELECT * FROM engine_health WHERE engine IN ({marks})", tuple(engines)
+                )
+            }
+            used = dict(
+                conn.execute(
+                    "SELECT engine, usage_count FROM engine_usage"
+                    f" WHERE date = ? AND engine IN ({marks})",
+                    (day, *engines),
+                ).fetchall()
+            )
+            return {
+                name: EngineState(rows.health(name, healths.get(name)), used.get(name, 0))
+                for name in engines
+            }
+
+        return await self._db.read(read)
 
     # -- the per-engine send slot ----------------------------------------------------------
     # `engine_rate.next_allowed` is the end of the holder's lease while a request is in

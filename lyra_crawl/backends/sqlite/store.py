@@ -72,7 +72,13 @@ class SqliteStore(SqliteBackend):
                     utc_now(),
                 ),
             )
-            return int(cursor.lastrowid or 0)
+            query_id = int(cursor.lastrowid or 0)
+            if record.batch_entry_id is not None:
+                conn.execute(
+                    "UPDATE batch_entries SET query_id = ?, engine = ? WHERE id = ?",
+                    (query_id, record.engine or None, record.batch_entry_id),
+                )
+            return query_id
 
         return await self._db.write(insert)
 
@@ -117,6 +123,7 @@ class SqliteStore(SqliteBackend):
         stop_reasons: Mapping[str, str],
         errors: Mapping[str, str],
         relevance_threshold: float | None,
+        entry_state: str | None = None,
     ) -> StoredQuery:
         """Close the row; pages, items and the harvest rate (share of items whose relevance
         reaches the threshold) are counted from what was really stored."""
@@ -144,6 +151,8 @@ class SqliteStore(SqliteBackend):
             row = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
             finished = rows.stored_query(row)
             assert finished is not None
+            if entry_state is not None and finished.batch_entry_id is not None:
+                _set_entry_state(conn, finished.batch_entry_id, entry_state, query_id, "")
             return finished
 
         return await self._db.write(finish)
@@ -486,26 +495,10 @@ class SqliteStore(SqliteBackend):
 
         return await self._db.write(take)
 
-    async def entry_started(self, entry_id: int, *, query_id: int, engine: str | None) -> None:
-        await self._db.write(
-            lambda conn: conn.execute(
-                "UPDATE batch_entries SET query_id = ?, engine = ? WHERE id = ?",
-                (query_id, engine, entry_id),
-            )
-        )
-
     async def finish_entry(
         self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""
     ) -> None:
-        finished_at = None if state in ("pending", "running") else utc_now()
-        await self._db.write(
-            lambda conn: conn.execute(
-                "UPDATE batch_entries SET state = ?, query_id = COALESCE(?, query_id),"
-                " detail = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL"
-                " WHERE id = ?",
-                (state, query_id, detail, finished_at, entry_id),
-            )
-        )
+        await self._db.write(lambda conn: _set_entry_state(conn, entry_id, state, query_id, detail))
 
     async def renew_entry_leases(
         self, entry_ids: Sequence[int], *, owner: str, lease_s: float
@@ -525,6 +518,17 @@ class SqliteStore(SqliteBackend):
             "SELECT * FROM batch_entries WHERE batch_id = ? ORDER BY position",
             (batch_id,),
         )
+
+
+def _set_entry_state(
+    conn: sqlite3.Connection, entry_id: int, state: str, query_id: int | None, detail: str
+) -> None:
+    finished_at = None if state in ("pending", "running") else utc_now()
+    conn.execute(
+        "UPDATE batch_entries SET state = ?, query_id = COALESCE(?, query_id),"
+        " detail = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?",
+        (state, query_id, detail, finished_at, entry_id),
+    )
 
 
 def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
