@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,13 @@ Query = tuple[str, str]  # (engine, query)
 class BareSpider(scrapy.Spider):
     """The baseline: fetch the same simulator pages, one chain per query, and yield each
     result's URL and title with the engine's first XPath of each rule, as a plain Scrapy
-    spider would; nothing is checked, scored, merged or stored."""
+    spider would; nothing is checked, scored, merged or stored.
+
+    One request in flight per engine is kept here, by sending an engine's next page only when
+    its previous answer is in: a download slot of concurrency 1 does not hold it, because
+    Scrapy 2.19 counts a request as transferring only once its download coroutine runs, so a
+    slot's queue can start several at once.
+    """
 
     name = "bare"
 
@@ -53,15 +60,19 @@ class BareSpider(scrapy.Spider):
     ) -> None:
         super().__init__(**kwargs)
         self.simulator_url = simulator_url
-        self.queries = queries
         self.pages = pages
         self.config = load_config(config_dir)
+        # Per engine, the pages still to fetch, in turn across its queries.
+        self.waiting: dict[str, deque[tuple[str, int]]] = {}
+        for engine, query in queries:
+            self.waiting.setdefault(engine, deque()).append((query, 1))
 
     async def start(self):
-        for engine, query in self.queries:
-            yield self._page(engine, query, 1)
+        for engine in self.waiting:
+            yield self._next(engine)
 
-    def _page(self, engine: str, query: str, page: int) -> scrapy.Request:
+    def _next(self, engine: str) -> scrapy.Request:
+        query, page = self.waiting[engine].popleft()
         built = build_page_request(self.config.engine(engine), query, page)
         return scrapy.Request(
             route_to_simulator(built.url, engine, self.simulator_url),
@@ -78,7 +89,9 @@ class BareSpider(scrapy.Spider):
                 "title": node.xpath(rules["title"][0]).get(),
             }
         if page < self.pages:
-            yield self._page(engine, query, page + 1)
+            self.waiting[engine].append((query, page + 1))
+        if self.waiting[engine]:
+            yield self._next(engine)
 
 
 def record_batch(settings: Settings, queries: Sequence[Query], arguments: dict[str, str]) -> int:
@@ -123,6 +136,12 @@ def main(argv: list[str]) -> None:
         },
         priority="cmdline",
     )
+    if args.kind == "bare":
+        engines = {engine for engine, _ in queries}
+        slots = {engine: {"concurrency": 1, "delay": 0.0} for engine in engines}
+        settings.set("DOWNLOAD_SLOTS", slots, priority="cmdline")
+        settings.set("ITEM_PIPELINES", {}, priority="cmdline")
+    # Settings are copied when the process is made: everything is set before.
     process = CrawlerProcess(settings, install_root_handler=False)
     if args.kind == "serp":
         arguments = {
@@ -135,10 +154,6 @@ def main(argv: list[str]) -> None:
         crawler = process.create_crawler(SerpSpider)
         process.crawl(crawler, batch=str(batch_id), concurrency=str(len(queries)))
     else:
-        engines = {engine for engine, _ in queries}
-        slots = {engine: {"concurrency": 1, "delay": 0.0} for engine in engines}
-        settings.set("DOWNLOAD_SLOTS", slots, priority="cmdline")
-        settings.set("ITEM_PIPELINES", {}, priority="cmdline")
         crawler = process.create_crawler(BareSpider)
         process.crawl(
             crawler,
