@@ -4,7 +4,10 @@ the connection, batches under leases, older files upgraded, URLs and clear error
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 from dataclasses import fields
 from pathlib import Path
@@ -333,3 +336,25 @@ def test_an_unknown_scheme_is_one_clear_error_without_the_password():
     assert "LYRA_DB_URL 'mysql://lyra:***@db.example/lyra'" in str(raised.value)
     assert "sqlite:///" in str(raised.value)
     assert redact_url("redis://:pw@h:6379/0") == "redis://:***@h:6379/0"
+
+
+def test_a_dead_crawls_entries_are_taken_again_at_once_and_other_owners_wait(tmp_path):
+    host = socket.gethostname()
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+
+    async def work(backends):
+        store = backends.store
+        batch = await store.create_batch(
+            source="b.yaml",
+            content_hash="h",
+            entries=[EntrySpec(1, "a", {"query": "a"}), EntrySpec(2, "b", {"query": "b"})],
+        )
+        await store.take_entries(batch.id, 1, owner=f"{host}:{gone.pid}", lease_s=60)
+        await store.take_entries(batch.id, 1, owner=f"{host}:worker-b", lease_s=60)
+        return await store.take_entries(batch.id, 5, owner=f"{host}:{os.getpid()}", lease_s=60)
+
+    again = with_store(tmp_path / "db.sqlite3", work)
+
+    # Entry 1's crawl is gone: taken again. Entry 2's owner is no pid to check: its lease holds.
+    assert [(entry.position, entry.attempts) for entry in again] == [(1, 2)]

@@ -540,7 +540,9 @@ def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
         " AND lease_owner LIKE ?",
         (batch_id, f"{host}%"),
     ).fetchall()
-    dead = [owner for (owner,) in owners if not process_alive(int(owner[len(host) :]))]
+    pids = {owner: owner[len(host) :] for (owner,) in owners}
+    # An owner that is not host:pid (another client of the store) is left to its lease.
+    dead = [owner for owner, pid in pids.items() if pid.isdigit() and not process_alive(int(pid))]
     conn.executemany(
         "UPDATE batch_entries SET lease_until = 0 WHERE batch_id = ? AND lease_owner = ?",
         [(batch_id, owner) for owner in dead],
