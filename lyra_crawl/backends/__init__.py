@@ -51,13 +51,17 @@ def urls_from_settings(settings: Mapping[str, Any] | Any) -> BackendUrls:
     """LYRA_DB_URL (or LYRA_DB_PATH) and LYRA_COORDINATION_URL from Scrapy settings or a dict."""
     db_url = settings.get("LYRA_DB_URL") or None
     db_path = settings.get("LYRA_DB_PATH") or None
-    if db_url and db_path and sqlite_path(db_url) != Path(db_path):
+    if db_url and db_path and _resolved(sqlite_path(db_url)) != _resolved(Path(db_path)):
         raise BackendError(
             f"LYRA_DB_URL ({redact_url(db_url)}) and LYRA_DB_PATH ({db_path}) name different "
             "databases: set only LYRA_DB_URL"
         )
     store = db_url or (sqlite_url(db_path) if db_path else DEFAULT_DB_URL)
     return BackendUrls(store=store, coordination=settings.get("LYRA_COORDINATION_URL") or store)
+
+
+def _resolved(path: Path | None) -> Path | None:
+    return None if path is None else path.resolve()
 
 
 def sqlite_url(path: str | os.PathLike[str]) -> str:
@@ -76,14 +80,18 @@ def absolute_url(url: str) -> str:
 
 
 def redact_url(url: str) -> str:
-    """`url` without its password, fit for logs and messages."""
-    parts = urlsplit(url)
-    if not parts.password:
+    """`url` without its password, fit for logs and messages; never raises."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL urllib can read (a bad IPv6 host): show only its scheme
+        return f"{url.partition(':')[0]}://***"
+    if not password:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+    # Rebuilt from the netloc as written: `hostname` would drop an IPv6 host's brackets.
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 async def open_backends(urls: BackendUrls) -> Backends:
@@ -113,7 +121,8 @@ def _sqlite_file(url: str, setting: str) -> Path:
     if path is None or not str(path):
         raise BackendError(
             f"{setting} {redact_url(url)!r} is not a backend lyra knows: use sqlite:///path "
-            "(relative) or sqlite:////absolute/path"
+            "(relative) or sqlite:////absolute/path (postgresql:// and redis:// come with "
+            "issue 14)"
         )
     return path
 

@@ -326,6 +326,9 @@ def test_urls_come_from_the_settings_with_lyra_db_path_as_an_alias(tmp_path):
     ) == BackendUrls("sqlite:////x/db", "sqlite:///c")
     with pytest.raises(BackendError, match="name different databases"):
         urls_from_settings({"LYRA_DB_URL": "sqlite:///a", "LYRA_DB_PATH": "b"})
+    # Both naming one file, however spelled, is no conflict: LYRA_DB_URL is used.
+    same = {"LYRA_DB_URL": "sqlite:///data/x", "LYRA_DB_PATH": str(Path("data/x").resolve())}
+    assert urls_from_settings(same).store == "sqlite:///data/x"
 
 
 def test_an_unknown_scheme_is_one_clear_error_without_the_password():
@@ -335,7 +338,26 @@ def test_an_unknown_scheme_is_one_clear_error_without_the_password():
     assert "s3cret" not in str(raised.value)
     assert "LYRA_DB_URL 'mysql://lyra:***@db.example/lyra'" in str(raised.value)
     assert "sqlite:///" in str(raised.value)
-    assert redact_url("redis://:pw@h:6379/0") == "redis://:***@h:6379/0"
+    assert "issue 14" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://user:s3cret@host/db", "postgresql://user:***@host/db"),
+        ("redis://:s3cret@h:6379/0", "redis://:***@h:6379/0"),
+        (
+            "postgresql://u:s3cret@[::1]:5432/db?sslmode=require",
+            "postgresql://u:***@[::1]:5432/db?sslmode=require",
+        ),
+        ("postgresql://u:s3cret@Host:notaport/db", "postgresql://u:***@Host:notaport/db"),
+        ("postgresql://user@host/db", "postgresql://user@host/db"),
+        ("sqlite:////abs/lyra.sqlite3", "sqlite:////abs/lyra.sqlite3"),
+        ("redis://:s3cret@[::1/0", "redis://***"),
+    ],
+)
+def test_redact_url_hides_the_password_and_keeps_the_rest(url, shown):
+    assert redact_url(url) == shown
 
 
 def test_a_dead_crawls_entries_are_taken_again_at_once_and_other_owners_wait(tmp_path):
