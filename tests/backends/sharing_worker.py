@@ -1,0 +1,73 @@
+"""One process of the sharing tests (test_coordination.py): opens the backends on a SQLite file,
+says `ready`, waits for `go` on stdin so every process starts together, does its part and prints
+what it got as one JSON line.
+
+    python -m tests.backends.sharing_worker DB_PATH quota ENGINE DAY LIMIT TRIES
+    python -m tests.backends.sharing_worker DB_PATH rate ENGINE GRANTS INTERVAL_S HOLD_S
+    python -m tests.backends.sharing_worker DB_PATH take BATCH_ID LIMIT
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any
+
+from lyra_crawl.backends import Backends, with_backends
+
+
+async def reserve(backends: Backends, engine: str, day: str, limit: str, tries: str) -> int:
+    granted = 0
+    for _ in range(int(tries)):
+        granted += await backends.coordinator.reserve_quota(engine, day, int(limit))
+    return granted
+
+
+async def hold_slot(
+    backends: Backends, engine: str, grants: str, interval_s: str, hold_s: str
+) -> list[tuple[float, float]]:
+    """Each time the slot was held here: (just after the claim, just before the release)."""
+    coordinator = backends.coordinator
+    held: list[tuple[float, float]] = []
+    while len(held) < int(grants):
+        claim = await coordinator.claim_rate_slot(engine, lease_s=30.0)
+        if not claim.granted:
+            await asyncio.sleep(min(claim.wait_s, 0.005))
+            continue
+        start = time.time()
+        await asyncio.sleep(float(hold_s))
+        held.append((start, time.time()))
+        assert claim.token is not None
+        await coordinator.release_rate_slot(engine, claim.token, float(interval_s))
+    return held
+
+
+async def take(backends: Backends, batch_id: str, limit: str) -> list[int]:
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    taken: list[int] = []
+    while entries := await backends.store.take_entries(
+        int(batch_id), int(limit), owner=owner, lease_s=60.0
+    ):
+        taken.extend(entry.id for entry in entries)
+        await asyncio.sleep(0)
+    return taken
+
+
+PARTS = {"quota": reserve, "rate": hold_slot, "take": take}
+
+
+async def main(db_path: str, part: str, *args: str) -> Any:
+    async def work(backends: Backends) -> Any:
+        print("ready", flush=True)
+        sys.stdin.readline()
+        return await PARTS[part](backends, *args)
+
+    return await with_backends({"LYRA_DB_PATH": db_path}, work)
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main(*sys.argv[1:]))), flush=True)

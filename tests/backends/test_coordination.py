@@ -1,0 +1,205 @@
+"""The SQLite Coordinator on real files: quota, the send slot's lease and spacing, breakers; and
+several processes sharing one file (quota never exceeded, one holder of a slot at a time, batch
+entries handed out once)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from lyra_crawl.backends import Backends
+from lyra_crawl.backends.records import EntrySpec
+from lyra_crawl.config import BreakerPolicy
+from lyra_crawl.politeness.breaker import BreakerState
+from tests.conftest import with_store
+
+ROOT = Path(__file__).resolve().parents[2]
+DAY = "2026-01-01"
+
+
+def test_quota_is_taken_unit_by_unit_up_to_the_daily_limit(tmp_path):
+    async def work(backends: Backends):
+        coordinator = backends.coordinator
+        limited = [await coordinator.reserve_quota("mojeek", DAY, 2) for _ in range(3)]
+        closed = await coordinator.reserve_quota("bing", DAY, 0)
+        unlimited = [await coordinator.reserve_quota("qwant", DAY, None) for _ in range(4)]
+        states = await coordinator.engine_states(["mojeek", "bing", "qwant"], DAY)
+        return (
+            limited,
+            closed,
+            unlimited,
+            await coordinator.quota_used("mojeek", DAY),
+            await coordinator.quota_used("mojeek", "2026-01-02"),
+            await coordinator.quota_used_on(DAY),
+            {engine: state.used_today for engine, state in states.items()},
+        )
+
+    limited, closed, unlimited, used, next_day, used_on, states = with_store(
+        tmp_path / "db.sqlite3", work
+    )
+
+    assert limited == [True, True, False]
+    assert closed is False, "a daily limit of 0 lets nothing through"
+    assert unlimited == [True] * 4
+    assert (used, next_day) == (2, 0)
+    assert used_on == {"mojeek": 2, "qwant": 4}
+    assert states == {"mojeek": 2, "bing": 0, "qwant": 4}
+
+
+def test_the_send_slot_is_leased_then_spaced_and_a_stale_token_frees_nothing(tmp_path):
+    async def work(backends: Backends):
+        coordinator = backends.coordinator
+        first = await coordinator.claim_rate_slot("mojeek", lease_s=30)
+        in_flight = await coordinator.claim_rate_slot("mojeek", lease_s=30)
+        assert first.token is not None
+        await coordinator.release_rate_slot("mojeek", first.token, interval_s=20)
+        spacing = await coordinator.claim_rate_slot("mojeek", lease_s=30)
+
+        # A lease that ran out is someone else's once they claim: the first holder's late
+        # release must leave the new lease alone.
+        ran_out = await coordinator.claim_rate_slot("bing", lease_s=0)
+        taken_over = await coordinator.claim_rate_slot("bing", lease_s=30)
+        assert ran_out.token is not None and taken_over.token is not None
+        await coordinator.release_rate_slot("bing", ran_out.token, interval_s=0)
+        still_held = await coordinator.claim_rate_slot("bing", lease_s=30)
+        await coordinator.release_rate_slot("bing", taken_over.token, interval_s=0)
+        free = await coordinator.claim_rate_slot("bing", lease_s=30)
+        return first, in_flight, spacing, ran_out, taken_over, still_held, free
+
+    first, in_flight, spacing, ran_out, taken_over, still_held, free = with_store(
+        tmp_path / "db.sqlite3", work
+    )
+
+    assert first.granted and (first.wait_s, first.held) == (0.0, False)
+    assert not in_flight.granted and in_flight.held and 29 < in_flight.wait_s <= 30
+    assert not spacing.granted and not spacing.held and 19 < spacing.wait_s <= 20
+    assert ran_out.granted and taken_over.granted and taken_over.token != ran_out.token
+    assert not still_held.granted and still_held.held
+    assert free.granted
+
+
+def test_the_breaker_opens_admits_one_trial_and_closes_on_its_success(tmp_path):
+    blocks_for_a_day = BreakerPolicy(cooldown_s={"captcha": 86400.0})
+    no_cooldown = BreakerPolicy(cooldown_s={"captcha": 0.0})
+
+    async def work(backends: Backends):
+        coordinator = backends.coordinator
+        closed = await coordinator.breaker_admit("mojeek", owner="a", trial_lease_s=60)
+        await coordinator.breaker_success("mojeek", trial=False)
+        untouched = await coordinator.breaker_health("mojeek")
+        tripped = await coordinator.breaker_failure(
+            "mojeek", blocks_for_a_day, kind="captcha", trial=False, retry_after_s=None
+        )
+        refused = await coordinator.breaker_admit("mojeek", owner="a", trial_lease_s=60)
+
+        await coordinator.breaker_failure(
+            "bing", no_cooldown, kind="captcha", trial=False, retry_after_s=None
+        )
+        trial = await coordinator.breaker_admit("bing", owner="a", trial_lease_s=60)
+        second = await coordinator.breaker_admit("bing", owner="b", trial_lease_s=60)
+        half_open = await coordinator.breaker_health("bing")
+        await coordinator.breaker_success("bing", trial=True)
+        healed = await coordinator.breaker_health("bing")
+        return closed, untouched, tripped, refused, trial, second, half_open, healed
+
+    closed, untouched, tripped, refused, trial, second, half_open, healed = with_store(
+        tmp_path / "db.sqlite3", work
+    )
+
+    assert closed.allowed and not closed.trial
+    assert untouched.state is BreakerState.CLOSED and untouched.trips == 0
+    assert tripped.tripped and tripped.before.state is BreakerState.CLOSED
+    assert tripped.after.state is BreakerState.OPEN and tripped.after.last_reason == "captcha"
+    assert not refused.allowed and "open" in refused.reason
+    assert trial.allowed and trial.trial
+    assert not second.allowed, "one trial at a time"
+    assert (half_open.state, half_open.trial_owner) == (BreakerState.HALF_OPEN, "a")
+    assert healed.state is BreakerState.CLOSED and healed.trips == 0
+
+
+# -- several processes on one file -----------------------------------------------------------
+
+
+def run_together(db_path: Path, *parts: list[str]) -> list:
+    """Start one sharing_worker per part, let them go at once, and return what each printed."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.backends.sharing_worker", str(db_path), *part],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for part in parts
+    ]
+    try:
+        for process in processes:
+            assert process.stdout is not None
+            assert process.stdout.readline() == "ready\n", process.stderr
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
+        results = []
+        for process in processes:
+            out, err = process.communicate(timeout=120)
+            assert process.returncode == 0, err
+            results.append(json.loads(out))
+        return results
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture
+def shared_db(tmp_path) -> Path:
+    """A database file created beforehand, so the processes race on work, not on the schema."""
+    path = tmp_path / "shared.sqlite3"
+    with_store(path, lambda backends: backends.coordinator.quota_used("mojeek", DAY))
+    return path
+
+
+def test_processes_sharing_a_file_never_exceed_the_daily_limit(shared_db):
+    granted = run_together(shared_db, *[["quota", "mojeek", DAY, "25", "20"]] * 4)
+
+    assert sum(granted) == 25
+    assert with_store(shared_db, lambda b: b.coordinator.quota_used("mojeek", DAY)) == 25
+
+
+def test_processes_sharing_a_file_hold_the_send_slot_one_at_a_time_and_spaced(shared_db):
+    interval_s = 0.01
+    held = run_together(shared_db, *[["rate", "mojeek", "12", str(interval_s), "0.002"]] * 3)
+
+    assert all(len(turns) == 12 for turns in held), "every process got its turns"
+    turns = sorted(turn for process in held for turn in process)
+    for (_, released), (claimed, _) in pairwise(turns):
+        # The next holder claimed at least 1/qps after the previous one released: the leases
+        # never overlap, and the spacing runs from the release.
+        assert claimed >= released + interval_s
+
+
+def test_processes_taking_batch_entries_never_take_the_same_one(shared_db):
+    async def create(backends: Backends):
+        batch = await backends.store.create_batch(
+            source="b.yaml",
+            content_hash="h",
+            entries=[EntrySpec(n, f"q{n}", {"query": f"q{n}"}) for n in range(1, 601)],
+        )
+        return batch.id, [entry.id for entry in await backends.store.batch_entries(batch.id)]
+
+    batch_id, entry_ids = with_store(shared_db, create)
+
+    taken = run_together(shared_db, *[["take", str(batch_id), "2"]] * 3)
+
+    every = [entry_id for process in taken for entry_id in process]
+    assert sorted(every) == sorted(entry_ids), "every entry taken, none twice"
+    entries = with_store(shared_db, lambda b: b.store.batch_entries(batch_id))
+    assert {(entry.state, entry.attempts) for entry in entries} == {("running", 1)}
