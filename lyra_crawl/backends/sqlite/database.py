@@ -13,11 +13,9 @@ and marks `running` queries whose process is gone as interrupted.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lyra_crawl.backends.records import BackendError
+from lyra_crawl.backends.sqlite.worker import WorkerThread
 
 T = TypeVar("T")
 
@@ -42,7 +41,7 @@ class SqliteDatabase:
         self.path = path
         self.url = f"sqlite:///{path}"
         self._busy_timeout_s = busy_timeout_s
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=WORKER_THREAD)
+        self._worker = WorkerThread(WORKER_THREAD)
         self._conn: sqlite3.Connection | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -51,13 +50,13 @@ class SqliteDatabase:
         try:
             await self._run(self._open)
         except BaseException:
-            self._worker.shutdown(wait=False)
+            self._worker.stop()
             raise
 
     async def close(self) -> None:
         if self._conn is not None:
             await self._run(self._close)
-        self._worker.shutdown(wait=True)
+        self._worker.stop()
 
     def _open(self) -> None:
         try:
@@ -89,7 +88,9 @@ class SqliteDatabase:
     # -- running statements on the worker ----------------------------------------------------
 
     async def _run(self, work: Callable[[], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._worker, work)
+        if self._worker.stopped:
+            raise BackendError(f"database {self.path} is closed")
+        return await self._worker.run(work)
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work(connection)` on the worker thread, outside any transaction."""
