@@ -47,13 +47,15 @@ async def hold_slot(
 
 
 async def take(backends: Backends, batch_id: str, limit: str) -> list[int]:
+    """Take entries as a crawl does and mark each done: a process that exits leaving entries
+    running is a dead crawl, whose entries the others would rightly take again."""
+    store = backends.store
     owner = f"{socket.gethostname()}:{os.getpid()}"
     taken: list[int] = []
-    while entries := await backends.store.take_entries(
-        int(batch_id), int(limit), owner=owner, lease_s=60.0
-    ):
-        taken.extend(entry.id for entry in entries)
-        await asyncio.sleep(0)
+    while entries := await store.take_entries(int(batch_id), int(limit), owner=owner, lease_s=60):
+        for entry in entries:
+            taken.append(entry.id)
+            await store.finish_entry(entry.id, state="done", query_id=None)
     return taken
 
 

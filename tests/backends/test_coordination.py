@@ -202,4 +202,4 @@ def test_processes_taking_batch_entries_never_take_the_same_one(shared_db):
     every = [entry_id for process in taken for entry_id in process]
     assert sorted(every) == sorted(entry_ids), "every entry taken, none twice"
     entries = with_store(shared_db, lambda b: b.store.batch_entries(batch_id))
-    assert {(entry.state, entry.attempts) for entry in entries} == {("running", 1)}
+    assert {(entry.state, entry.attempts) for entry in entries} == {("done", 1)}
