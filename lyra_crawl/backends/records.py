@@ -154,6 +154,10 @@ class BatchRecord:
     entries: int
 
 
+# A batch entry's states, in the order a reader takes them in.
+ENTRY_STATES = ("done", "running", "pending", "failed", "rejected")
+
+
 @dataclass(frozen=True)
 class BatchEntry:
     """A `batch_entries` row. state: pending | running | done | failed | rejected."""

@@ -23,7 +23,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from lyra_crawl.batch.progress import STATES, ProgressFigures, duration, eta_text, progress_line
+from lyra_crawl.backends.records import ENTRY_STATES
+from lyra_crawl.batch.progress import ProgressFigures, duration, eta_text, progress_line
 
 # Seconds between two redraws of the live table (one aggregate read of the store each).
 LIVE_REFRESH_S = 1.0
@@ -48,11 +49,9 @@ def progress_view(figures: ProgressFigures) -> RenderableType:
         (eta_text(figures), "bold"),
     )
     entries = Table.grid(padding=(0, 2))
-    for _ in STATES:
+    for _ in ENTRY_STATES:
         entries.add_column(justify="right")
-    entries.add_row(
-        *(Text(f"{state} {counts.count(state)}", style=STATE_STYLES[state]) for state in STATES)
-    )
+    entries.add_row(*(Text(f"{s} {counts.count(s)}", style=STATE_STYLES[s]) for s in ENTRY_STATES))
     engines = Table(box=None, padding=(0, 2), show_edge=False, header_style="bold")
     engines.add_column("engine")
     for heading in ("requests", "rate waits", "blocks"):

@@ -62,7 +62,6 @@ class BatchProgressExtension:
         if not isinstance(plan, StoredBatch):
             return
         settings = self.crawler.settings
-        config = load_config(settings.get("LYRA_CONFIG_DIR"))
         try:
             self._backends = await open_backends(urls_from_settings(settings))
         except BackendError as exc:
@@ -71,7 +70,7 @@ class BatchProgressExtension:
         self._monitor = BatchMonitor(
             self._backends.store,
             plan.batch_id,
-            {name: policy.qps for name, policy in config.policies.items()},
+            load_config(settings.get("LYRA_CONFIG_DIR")),
             rate_limited=settings.getbool("LYRA_RATE_LIMIT_ENABLED"),
         )
         self._display = ProgressDisplay(interval_s=self.interval_s, emit=_log_line)

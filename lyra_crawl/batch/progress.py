@@ -15,10 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lyra_crawl.backends.protocols import ResultStore
-from lyra_crawl.backends.records import BatchProgress
+from lyra_crawl.backends.records import ENTRY_STATES, BatchProgress
+from lyra_crawl.config import LyraConfig
 
-# The states a batch entry goes through, in the order a reader takes them in.
-STATES = ("done", "running", "pending", "failed", "rejected")
 # Where the ETA's pace comes from.
 QPS_PACE = "qps"
 OBSERVED_PACE = "observed"
@@ -99,7 +98,7 @@ def eta_at_pace(counts: BatchProgress, pace: Pace | None) -> float | None:
 def progress_line(figures: ProgressFigures) -> str:
     """The progress in one line: for logs (Scrapyd jobs, cron) and non-terminal output."""
     counts = figures.counts
-    entries = ", ".join(f"{counts.count(state)} {state}" for state in STATES[1:])
+    entries = ", ".join(f"{counts.count(state)} {state}" for state in ENTRY_STATES[1:])
     parts = [
         f"batch {counts.batch_id}: {counts.count('done')} of {counts.total_entries} entries "
         f"done, {entries}",
@@ -155,14 +154,14 @@ class BatchMonitor:
         self,
         store: ResultStore,
         batch_id: int,
-        qps: Mapping[str, float],
+        config: LyraConfig,
         *,
         rate_limited: bool,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         self.batch_id = batch_id
-        self.qps = dict(qps)
+        self.qps = {name: policy.qps for name, policy in config.policies.items()}
         self.rate_limited = rate_limited
         self._clock = clock
         self._started = clock()
