@@ -15,7 +15,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from html import escape
+from typing import Any
 
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 from lyra_crawl.reports.batch import (
@@ -32,11 +34,16 @@ BATCH_STYLE = """
 .cols { display: grid; grid-template-columns: 1fr 1fr; gap: 0 2rem; }
 .cols table { margin-bottom: 1rem; }
 th[scope=row] { font-weight: 600; white-space: nowrap; width: 12rem; }
+table.narrow { width: auto; min-width: 30rem; }
 """
 
 
 def _table(
-    head: Sequence[str], rows: Sequence[Sequence[object]], numeric: set[int], empty: str = "-"
+    head: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    numeric: set[int],
+    empty: str = "-",
+    css: str = "",
 ) -> str:
     """A table with `head`, right-aligned `numeric` columns; `empty` in a note if no rows."""
     if not rows:
@@ -51,15 +58,15 @@ def _table(
         "<tr>" + "".join(cell("td", i, value) for i, value in enumerate(row)) + "</tr>"
         for row in rows
     )
-    return f"<table><tr>{header}</tr>{body}</table>"
+    css = f" class='{css}'" if css else ""
+    return f"<table{css}><tr>{header}</tr>{body}</table>"
 
 
-def _colors(names: Sequence[str]) -> dict[str, str]:
-    """A stable colour per source, from matplotlib's tab20 (enough for every engine)."""
-    from matplotlib import colormaps
-
-    palette = colormaps["tab20"]
-    return {name: palette(i % 20) for i, name in enumerate(sorted(names))}
+def _colors(names: Sequence[str]) -> dict[str, Any]:
+    """A colour per source, the same in every plot: tab10's distinct hues up to ten sources,
+    tab20 (pairs of light and dark) beyond."""
+    palette = colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: palette(i % palette.N) for i, name in enumerate(sorted(names))}
 
 
 def requests_plot(report: BatchReport) -> str:
@@ -73,15 +80,14 @@ def requests_plot(report: BatchReport) -> str:
         per_engine[bucket.engine][bucket.start] = bucket.requests
     if starts:
         origin = starts[0]
-        minutes = [(start - origin) / 60 for start in range(origin, starts[-1] + width, width)]
+        buckets = range(origin, starts[-1] + width, width)
         engines = sorted(per_engine)
         colors = _colors(report.sources or engines)
+        rates = [[per_engine[e].get(start, 0) / width for start in buckets] for e in engines]
+        # Drawn as steps from each bucket's start; the last step ends where its bucket does.
         axes.stackplot(
-            minutes,
-            [
-                [per_engine[e].get(origin + i * width, 0) / width for i in range(len(minutes))]
-                for e in engines
-            ],
+            [(start - origin) / 60 for start in [*buckets, buckets[-1] + width]],
+            [[*per_second, per_second[-1]] for per_second in rates],
             labels=engines,
             colors=[colors.get(e, "#999") for e in engines],
             step="post",
@@ -101,7 +107,7 @@ def requests_plot(report: BatchReport) -> str:
 def depth_plot(report: BatchReport, field: str, title: str) -> str:
     """`field` (novelty or harvest) by page number: the mean over all pages with ±1 sd shaded,
     each source's mean as a thin line; the page counts under the page numbers."""
-    figure = Figure(figsize=(5.4, 3.6))
+    figure = Figure(figsize=(6, 4))
     axes = figure.subplots()
     rows = [row for row in report.depth if getattr(row, field).n]
     if rows:
@@ -125,13 +131,21 @@ def depth_plot(report: BatchReport, field: str, title: str) -> str:
                     marker=".",
                     label=source,
                 )
-        low = [m - s for m, s in zip(means, sds, strict=True)]
-        high = [m + s for m, s in zip(means, sds, strict=True)]
+        # A rate lies in 0..1: so does the band drawn around its mean.
+        low = [max(m - s, 0.0) for m, s in zip(means, sds, strict=True)]
+        high = [min(m + s, 1.0) for m, s in zip(means, sds, strict=True)]
         axes.fill_between(pages, low, high, color="#444", alpha=0.15, label="±1 sd, all pages")
         axes.plot(pages, means, color="#111", linewidth=2.5, marker="o", label="mean, all pages")
         axes.set_xticks(pages, [f"{row.page_number}\n{row.pages}" for row in rows])
         axes.set_xlabel("page number / pages fetched")
-        axes.legend(loc="lower left", fontsize="x-small", ncol=2, frameon=False)
+        # Below the axes: inside, it would hide the low rates of deep pages.
+        axes.legend(
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.3),
+            fontsize="x-small",
+            ncol=4,
+            frameon=False,
+        )
     else:
         axes.set_xticks([])
         axes.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=axes.transAxes)
@@ -199,7 +213,7 @@ def batch_report_html(
         "standard deviation shaded, and each source's mean</p>",
         f"<div class='cols'><div class='plot'>{depth_plot(report, 'novelty', 'novelty rate')}"
         f"</div><div class='plot'>{depth_plot(report, 'harvest', 'harvest rate')}</div></div>",
-        _table(("page", "pages", "novelty", "harvest"), depth_rows, {0, 1}),
+        _table(("page", "pages", "novelty", "harvest"), depth_rows, {0, 1}, css="narrow"),
     ]
     if report.unsuccessful_entries:
         sections.append(
