@@ -4,6 +4,7 @@ under a pseudo-terminal read as a terminal shows it (pyte), and the figures agai
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import pty
 import re
@@ -21,6 +22,7 @@ import pyte
 import pytest
 
 from lyra_crawl.backends.records import BatchProgress
+from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.progress import (
     OBSERVED_PACE,
     Pace,
@@ -126,6 +128,31 @@ def test_the_plain_line_names_every_figure():
         "elapsed 1m15s, ETA 1h02m (mojeek at 0.25 requests/s bounds it)"
     )
     assert duration(42) == "42s"
+
+
+def test_reads_are_spaced_by_the_interval_or_by_what_a_read_costs():
+    now = [0.0]
+    lines: list[str] = []
+    display = ProgressDisplay(
+        interval_s=10, emit=lines.append, stream=io.StringIO(), clock=lambda: now[0]
+    )
+
+    assert not display.live and display.refresh_s == 10
+    assert display.due()
+    now[0] = 9.0
+    assert not display.due()
+    now[0] = 10.0
+    assert display.due()
+    now[0] = 20.0
+    assert not display.due(read_s=1.0), "a 1 s read: at most one every 20 s"
+    now[0] = 30.0
+    assert display.due(read_s=1.0)
+    final = counts(entries={"done": 1})
+    display.close(ProgressFigures(counts=final, elapsed_s=3, eta_s=0, pace=None))
+    assert lines == [
+        "batch 1: 1 of 1 entries done, 0 running, 0 pending, 0 failed, 0 rejected; "
+        "0 requests (none); 0 items; blocks none; elapsed 3s, ETA 0s"
+    ]
 
 
 # -- scrapy batch, not on a terminal ---------------------------------------------------------

@@ -87,6 +87,10 @@ class BatchProgressExtension:
             self._backends = None
 
     async def _tick(self) -> None:
+        if self._display is None or self._monitor is None:
+            return
+        if not self._display.due(self._monitor.read_s):
+            return
         figures = await self._figures()
         if figures is not None and self._display is not None:
             self._display.show(figures)

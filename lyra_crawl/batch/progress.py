@@ -167,10 +167,14 @@ class BatchMonitor:
         self._started = clock()
         # The requests already stored at the first read, and when: the observed pace's origin.
         self._first: tuple[int, float] | None = None
+        # How long the last read of the store took (the display spaces its reads by it).
+        self.read_s = 0.0
 
     async def figures(self, waits: Mapping[str, int] | None = None) -> ProgressFigures:
+        asked = self._clock()
         counts = await self.store.batch_progress(self.batch_id)
         now = self._clock()
+        self.read_s = now - asked
         if self._first is None:
             self._first = (counts.total_requests, now)
         if self.rate_limited:

@@ -183,7 +183,7 @@ class _StoreProgress:
         if self._opened is None:
             self._opened = run_sync(self._open())
         _, monitor, display = self._opened
-        if display.due():
+        if display.due(monitor.read_s):
             display.show(run_sync(monitor.figures()))
 
     def close(self) -> None:
