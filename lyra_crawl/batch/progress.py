@@ -152,14 +152,12 @@ class BatchMonitor:
 
     def __init__(
         self,
-        store: ResultStore,
         batch_id: int,
         config: LyraConfig,
         *,
         rate_limited: bool,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.store = store
         self.batch_id = batch_id
         self.qps = {name: policy.qps for name, policy in config.policies.items()}
         self.rate_limited = rate_limited
@@ -170,9 +168,11 @@ class BatchMonitor:
         # How long the last read of the store took (the display spaces its reads by it).
         self.read_s = 0.0
 
-    async def figures(self, waits: Mapping[str, int] | None = None) -> ProgressFigures:
+    async def figures(
+        self, store: ResultStore, waits: Mapping[str, int] | None = None
+    ) -> ProgressFigures:
         asked = self._clock()
-        counts = await self.store.batch_progress(self.batch_id)
+        counts = await store.batch_progress(self.batch_id)
         now = self._clock()
         self.read_s = now - asked
         if self._first is None:

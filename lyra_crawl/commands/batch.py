@@ -182,21 +182,20 @@ class _StoreProgress:
             return
         if self._opened is None:
             self._opened = run_sync(self._open())
-        _, monitor, display = self._opened
+        backends, monitor, display = self._opened
         if display.due(monitor.read_s):
-            display.show(run_sync(monitor.figures()))
+            display.show(run_sync(monitor.figures(backends.store)))
 
     def close(self) -> None:
         if self._opened is not None:
             backends, monitor, display = self._opened
-            display.close(run_sync(monitor.figures()))
+            display.close(run_sync(monitor.figures(backends.store)))
             run_sync(backends.close())
 
     async def _open(self) -> tuple[Backends, BatchMonitor, ProgressDisplay]:
         settings = self._settings
         backends = await open_backends(urls_from_settings(settings))
         monitor = BatchMonitor(
-            backends.store,
             self._batch_id,
             load_config(settings.get("LYRA_CONFIG_DIR")),
             rate_limited=settings.getbool("LYRA_RATE_LIMIT_ENABLED"),
