@@ -534,16 +534,12 @@ class SqliteStore(SqliteBackend):
         return await self._db.read(lambda conn: _batch_progress(conn, batch_id))
 
     async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]:
-        return await self._db.read(
-            lambda conn: [
-                StopReasonCount(*row)
-                for row in conn.execute(
-                    "SELECT reason.key, reason.value, COUNT(*)"
-                    f" {_of_batch('json_each(q.stop_reason) AS reason')}"
-                    " GROUP BY reason.key, reason.value ORDER BY COUNT(*) DESC, reason.value",
-                    (batch_id,),
-                )
-            ]
+        return await self._db.select(
+            lambda row: StopReasonCount(*row),
+            "SELECT reason.key, reason.value, COUNT(*)"
+            f" {_of_batch('json_each(q.stop_reason) AS reason')}"
+            " GROUP BY reason.key, reason.value ORDER BY COUNT(*) DESC, reason.value",
+            (batch_id,),
         )
 
     async def batch_blocks(self, batch_id: int) -> list[BlockCount]:
@@ -552,16 +548,12 @@ class SqliteStore(SqliteBackend):
     async def batch_requests_over_time(self, batch_id: int, bucket_s: int) -> list[RequestBucket]:
         """Requests per engine in buckets of `bucket_s` seconds, by the time each page was
         stored (its answer, parsed); cache replays left out."""
-        return await self._db.read(
-            lambda conn: [
-                RequestBucket(*row)
-                for row in conn.execute(
-                    "SELECT p.source, CAST(strftime('%s', p.fetched_at) AS INTEGER) / ? * ?"
-                    f" AS bucket, COUNT(*) {_BATCH_PAGES} AND q.cache_hit = 0"
-                    " GROUP BY p.source, bucket ORDER BY bucket, p.source",
-                    (bucket_s, bucket_s, batch_id),
-                )
-            ]
+        return await self._db.select(
+            lambda row: RequestBucket(*row),
+            "SELECT p.source, CAST(strftime('%s', p.fetched_at) AS INTEGER) / ? * ? AS bucket,"
+            f" COUNT(*) {_BATCH_PAGES} AND q.cache_hit = 0"
+            " GROUP BY p.source, bucket ORDER BY bucket, p.source",
+            (bucket_s, bucket_s, batch_id),
         )
 
     async def batch_depth_rates(self, batch_id: int) -> list[DepthRates]:
@@ -604,13 +596,10 @@ class SqliteStore(SqliteBackend):
 
     async def batch_query_ids(self, batch_id: int) -> list[int]:
         """The batch's queries, in entry order."""
-        return await self._db.read(
-            lambda conn: [
-                row[0]
-                for row in conn.execute(
-                    f"SELECT q.id {_BATCH_QUERIES} ORDER BY e.position, q.id", (batch_id,)
-                )
-            ]
+        return await self._db.select(
+            lambda row: int(row[0]),
+            f"SELECT q.id {_BATCH_QUERIES} ORDER BY e.position, q.id",
+            (batch_id,),
         )
 
     async def batch_entries_in(
