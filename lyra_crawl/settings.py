@@ -52,9 +52,17 @@ LYRA_CHROMIUM_PATH = os.environ.get("LYRA_CHROMIUM_PATH") or None
 LYRA_S2_API_KEY = os.environ.get("LYRA_S2_API_KEY", "")
 LYRA_OPENALEX_API_KEY = os.environ.get("LYRA_OPENALEX_API_KEY", "")
 LYRA_CONTACT_EMAIL = os.environ.get("LYRA_CONTACT_EMAIL", "")
+# A batch crawl's progress (lyra_crawl.batch.extension): seconds between two plain progress
+# lines when stderr is not a terminal (Scrapyd job logs, cron); a terminal gets a live table.
+# 0 turns progress off.
+LYRA_PROGRESS_INTERVAL = float(os.environ.get("LYRA_PROGRESS_INTERVAL") or 30)
 
 # -- the crawl session: config, backends and the registry of running queries ------------------
-EXTENSIONS = {"lyra_crawl.session.CrawlSession": 0}
+EXTENSIONS = {
+    "lyra_crawl.session.CrawlSession": 0,
+    # Progress of a batch crawl (-a batch=ID), read from the store; other crawls are untouched.
+    "lyra_crawl.batch.extension.BatchProgressExtension": 500,
+}
 
 # -- politeness: one download slot per engine, concurrency 1 (set by SerpSpider) ------------
 # Order on the way out: engine turn -> breaker -> quota -> rate -> download. On the way back

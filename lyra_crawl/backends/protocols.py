@@ -19,14 +19,19 @@ from typing import Protocol
 
 from lyra_crawl.backends.records import (
     BatchEntry,
+    BatchProgress,
     BatchRecord,
+    BlockCount,
     BreakerChange,
+    DepthRates,
     EngineState,
     EntrySpec,
     Intervention,
     PageRecord,
     QueryRecord,
     RateClaim,
+    RequestBucket,
+    StopReasonCount,
     StoredItem,
     StoredPage,
     StoredPaper,
@@ -185,6 +190,31 @@ class ResultStore(Backend, Protocol):
     ) -> None: ...
 
     async def batch_entries(self, batch_id: int) -> list[BatchEntry]: ...
+
+    # -- batch figures (progress display, batch report): aggregated by the store -----------
+    async def batch_progress(self, batch_id: int) -> BatchProgress:
+        """Entries by state, requests per source, items, blocks, and what the ETA needs."""
+        ...
+
+    async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]: ...
+
+    async def batch_blocks(self, batch_id: int) -> list[BlockCount]: ...
+
+    async def batch_requests_over_time(self, batch_id: int, bucket_s: int) -> list[RequestBucket]:
+        """Requests per engine per time bucket of `bucket_s` seconds (cache replays left out)."""
+        ...
+
+    async def batch_depth_rates(self, batch_id: int) -> list[DepthRates]:
+        """Novelty and harvest moments per source and page number (cache replays left out)."""
+        ...
+
+    async def batch_query_ids(self, batch_id: int) -> list[int]: ...
+
+    async def batch_entries_in(
+        self, batch_id: int, states: Sequence[str], *, limit: int
+    ) -> tuple[list[BatchEntry], int]:
+        """The first `limit` entries in one of `states`, by position, and how many there are."""
+        ...
 
 
 class Coordinator(Backend, Protocol):

@@ -154,6 +154,10 @@ class BatchRecord:
     entries: int
 
 
+# A batch entry's states, in the order a reader takes them in.
+ENTRY_STATES = ("done", "running", "pending", "failed", "rejected")
+
+
 @dataclass(frozen=True)
 class BatchEntry:
     """A `batch_entries` row. state: pending | running | done | failed | rejected."""
@@ -211,3 +215,110 @@ class BreakerChange:
     @property
     def tripped(self) -> bool:
         return self.after.trips > self.before.trips
+
+
+# -- batch figures (progress display, batch report), aggregated by the store ----------------
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """A batch's figures at one moment, counted by the store in a handful of indexed queries.
+
+    `requests` counts the pages fetched per source (one request each; retries and requests
+    that got no answer are not stored); pages a cache entry replayed made no request and are
+    counted apart. `finished_pages` and `running_pages` split those requests per source
+    between the entries a crawl finished (done or failed) and those running now: the progress
+    display's ETA is made from them.
+    """
+
+    batch_id: int
+    entries: Mapping[str, int]
+    # Done when recorded: a fresh cache entry (another query) answered them; no crawl ran.
+    cached_entries: int = 0
+    queries: int = 0
+    requests: Mapping[str, int] = field(default_factory=dict)
+    replayed_pages: int = 0
+    items: int = 0
+    blocks: Mapping[str, int] = field(default_factory=dict)
+    finished_pages: Mapping[str, int] = field(default_factory=dict)
+    running_pages: Mapping[str, int] = field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+
+    @property
+    def total_entries(self) -> int:
+        return sum(self.entries.values())
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    def count(self, state: str) -> int:
+        return self.entries.get(state, 0)
+
+    @property
+    def crawled_entries(self) -> int:
+        """Entries a crawl finished (done or failed), the cache-answered ones left out."""
+        return self.count("done") + self.count("failed") - self.cached_entries
+
+
+@dataclass(frozen=True)
+class StopReasonCount:
+    """How many of a batch's queries stopped `source` for `reason`."""
+
+    source: str
+    reason: str
+    queries: int
+
+
+@dataclass(frozen=True)
+class BlockCount:
+    """Block pages (interventions queued) of a batch, per engine and kind."""
+
+    engine: str
+    kind: str
+    pages: int
+
+
+@dataclass(frozen=True)
+class RequestBucket:
+    """Requests of one engine stored in the time bucket starting at `start` (epoch seconds)."""
+
+    engine: str
+    start: int
+    requests: int
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Count, sum and sum of squares of a rate: mean and spread, combinable across groups."""
+
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(self.n + other.n, self.total + other.total, self.squares + other.squares)
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.n if self.n else None
+
+    @property
+    def sd(self) -> float | None:
+        """Population standard deviation; None without values."""
+        if not self.n:
+            return None
+        mean = self.total / self.n
+        return max(self.squares / self.n - mean * mean, 0.0) ** 0.5
+
+
+@dataclass(frozen=True)
+class DepthRates:
+    """Novelty and harvest of one source's pages at one page number, over a batch's queries."""
+
+    source: str
+    page_number: int
+    pages: int
+    novelty: Moments
+    harvest: Moments

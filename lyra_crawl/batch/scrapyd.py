@@ -61,11 +61,12 @@ def wait_for_jobs(
     poll_interval: float = 1.0,
     timeout: float | None = None,
     on_change: Callable[[str, str], None] | None = None,
+    on_poll: Callable[[], None] | None = None,
 ) -> dict[str, str]:
     """Poll listjobs.json until every job has finished (or is unknown) or `timeout` passed.
 
     Returns the last state seen per job; `on_change(job_id, state)` is called whenever a
-    job's state changes.
+    job's state changes, `on_poll()` after every look (the batch command's progress).
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     states: dict[str, str] = {}
@@ -77,6 +78,8 @@ def wait_for_jobs(
                 states[job_id] = state
                 if on_change is not None:
                     on_change(job_id, state)
+        if on_poll is not None:
+            on_poll()
         if all(states[job_id] in (FINISHED, UNKNOWN) for job_id in job_ids):
             return states
         if deadline is not None and time.monotonic() >= deadline:

@@ -6,6 +6,11 @@ however many queries, at most `--concurrency` of them running at once. With --sc
 crawl is one Scrapyd job, and the command waits for it, printing its state; the job gets this
 run's LYRA_* settings, so it writes to the store this command reads.
 
+Progress while the batch runs (lyra_crawl.batch.display): a live table when stderr is a
+terminal, else a plain line every LYRA_PROGRESS_INTERVAL seconds. Here the crawl's
+BatchProgressExtension shows it; with --scrapyd this command reads the same figures from the
+store between two looks at the job, and prints its lines on stdout.
+
 Running the same file again while its batch is unfinished (killed, stopped) continues it: done
 entries are skipped, the others run. Entries with a fresh cache entry are skipped when the
 batch is recorded. A bad entry is reported with its position and the rest still run. Exit
@@ -21,12 +26,14 @@ from datetime import UTC, datetime
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
+from scrapy.settings import Settings
 from scrapy.utils.conf import get_config
 from scrapyd_client.pyclient import ScrapydClient
 
-from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
+from lyra_crawl.backends import Backends, open_backends, run_sync, urls_from_settings
 from lyra_crawl.backends.protocols import ResultStore
 from lyra_crawl.backends.records import BackendError, BatchEntry, BatchRecord
+from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.files import (
     CACHED,
     Batch,
@@ -35,6 +42,7 @@ from lyra_crawl.batch.files import (
     load_batch,
     summary_lines,
 )
+from lyra_crawl.batch.progress import BatchMonitor
 from lyra_crawl.batch.scrapyd import SchedulingError, job_settings, schedule_crawl, wait_for_jobs
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.spiders.serp import SerpSpider
@@ -142,17 +150,61 @@ class Command(ScrapyCommand):
         spider_args = _spider_args(record, opts)
         job = schedule_crawl(client, project, spider_args, job_settings(self.settings))
 
-        def progress(job_id: str, state: str) -> None:
+        def changed(job_id: str, state: str) -> None:
             print(f"batch {record.id}: {state} (job {job_id})", flush=True)
 
-        wait_for_jobs(
-            client,
-            project,
-            [job],
-            poll_interval=opts.poll_interval,
-            timeout=opts.timeout,
-            on_change=progress,
+        progress = _StoreProgress(self.settings, record.id)
+        try:
+            wait_for_jobs(
+                client,
+                project,
+                [job],
+                poll_interval=opts.poll_interval,
+                timeout=opts.timeout,
+                on_change=changed,
+                on_poll=progress.poll,
+            )
+        finally:
+            progress.close()
+
+
+class _StoreProgress:
+    """The batch's progress read from the store while this command waits for its job."""
+
+    def __init__(self, settings: Settings, batch_id: int) -> None:
+        self._settings = settings
+        self._batch_id = batch_id
+        self._interval = settings.getfloat("LYRA_PROGRESS_INTERVAL")
+        self._opened: tuple[Backends, BatchMonitor, ProgressDisplay] | None = None
+
+    def poll(self) -> None:
+        if self._interval <= 0:
+            return
+        if self._opened is None:
+            self._opened = run_sync(self._open())
+        backends, monitor, display = self._opened
+        if display.due(monitor.read_s):
+            display.show(run_sync(monitor.figures(backends.store)))
+
+    def close(self) -> None:
+        if self._opened is not None:
+            backends, monitor, display = self._opened
+            display.close(run_sync(monitor.figures(backends.store)))
+            run_sync(backends.close())
+
+    async def _open(self) -> tuple[Backends, BatchMonitor, ProgressDisplay]:
+        settings = self._settings
+        backends = await open_backends(urls_from_settings(settings))
+        monitor = BatchMonitor(
+            self._batch_id,
+            load_config(settings.get("LYRA_CONFIG_DIR")),
+            rate_limited=settings.getbool("LYRA_RATE_LIMIT_ENABLED"),
         )
+        return backends, monitor, ProgressDisplay(interval_s=self._interval, emit=_print_line)
+
+
+def _print_line(line: str) -> None:
+    print(line, flush=True)
 
 
 def _spider_args(record: BatchRecord, opts: argparse.Namespace) -> dict[str, str]:

@@ -114,9 +114,8 @@ def _row(report: QueryReport) -> str:
     )
 
 
-def report_html(
-    reports: Sequence[QueryReport], quota: Sequence[QuotaUse], *, generated_at: str
-) -> str:
+def query_sections(reports: Sequence[QueryReport], quota: Sequence[QuotaUse]) -> str:
+    """The per-query table, each query's plots, and today's quota use."""
     head = (
         "<tr><th class='n'>id</th><th>query</th><th>engine</th><th>sources</th><th>status</th>"
         "<th>pages</th><th class='n'>items</th><th class='n'>new</th><th class='n'>repeated</th>"
@@ -143,10 +142,18 @@ def report_html(
         else "<p class='muted'>no engine used today and none has a daily limit</p>"
     )
     return (
+        f"<table>{head}{''.join(_row(r) for r in reports)}</table>"
+        f"{''.join(sections)}<h2>quota use today</h2>{quota_section}"
+    )
+
+
+def report_html(
+    reports: Sequence[QueryReport], quota: Sequence[QuotaUse], *, generated_at: str
+) -> str:
+    return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>lyra_crawl report</title><style>{STYLE}</style></head><body>"
         f"<h1>lyra_crawl crawl report</h1><p class='muted'>generated {escape(generated_at)}, "
         f"{len(reports)} queries</p>"
-        f"<table>{head}{''.join(_row(r) for r in reports)}</table>"
-        f"{''.join(sections)}<h2>quota use today</h2>{quota_section}</body></html>\n"
+        f"{query_sections(reports, quota)}</body></html>\n"
     )

@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS queries (
 );
 CREATE INDEX IF NOT EXISTS queries_normalized ON queries (normalized_query);
 CREATE INDEX IF NOT EXISTS queries_task ON queries (task_id);
+-- A batch's queries (progress display and batch report read them every tick).
+CREATE INDEX IF NOT EXISTS queries_batch_entry ON queries (batch_entry_id);
 
 -- One row per page fetched, written in the same transaction as that page's items.
 CREATE TABLE IF NOT EXISTS serp_pages (
@@ -146,6 +148,7 @@ CREATE TABLE IF NOT EXISTS intervention_queue (
     created_at   TEXT NOT NULL,
     resolved_at  TEXT
 );
+CREATE INDEX IF NOT EXISTS intervention_queue_query ON intervention_queue (query_id);
 
 -- Search-level cache: key -> the query whose results answer it.
 CREATE TABLE IF NOT EXISTS serp_cache (

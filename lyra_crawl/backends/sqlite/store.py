@@ -16,11 +16,17 @@ from datetime import UTC, datetime
 
 from lyra_crawl.backends.records import (
     BatchEntry,
+    BatchProgress,
     BatchRecord,
+    BlockCount,
+    DepthRates,
     EntrySpec,
     Intervention,
+    Moments,
     PageRecord,
     QueryRecord,
+    RequestBucket,
+    StopReasonCount,
     StoredItem,
     StoredPage,
     StoredPaper,
@@ -518,6 +524,178 @@ class SqliteStore(SqliteBackend):
             "SELECT * FROM batch_entries WHERE batch_id = ? ORDER BY position",
             (batch_id,),
         )
+
+    # -- batch figures: progress display and batch report ----------------------------------
+    # Each is a GROUP BY over the batch's queries, reached through the indexes on
+    # batch_entries (batch_id, ...), queries (batch_entry_id), serp_pages (query_id, ...) and
+    # intervention_queue (query_id): no query's rows are loaded one by one.
+
+    async def batch_progress(self, batch_id: int) -> BatchProgress:
+        return await self._db.read(lambda conn: _batch_progress(conn, batch_id))
+
+    async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]:
+        return await self._db.select(
+            lambda row: StopReasonCount(*row),
+            "SELECT reason.key, reason.value, COUNT(*)"
+            f" {_of_batch('json_each(q.stop_reason) AS reason')}"
+            " GROUP BY reason.key, reason.value ORDER BY COUNT(*) DESC, reason.value",
+            (batch_id,),
+        )
+
+    async def batch_blocks(self, batch_id: int) -> list[BlockCount]:
+        return await self._db.read(lambda conn: _batch_blocks(conn, batch_id))
+
+    async def batch_requests_over_time(self, batch_id: int, bucket_s: int) -> list[RequestBucket]:
+        """Requests per engine in buckets of `bucket_s` seconds, by the time each page was
+        stored (its answer, parsed); cache replays left out."""
+        return await self._db.select(
+            lambda row: RequestBucket(*row),
+            "SELECT p.source, CAST(strftime('%s', p.fetched_at) AS INTEGER) / ? * ? AS bucket,"
+            f" COUNT(*) {_BATCH_PAGES} AND q.cache_hit = 0"
+            " GROUP BY p.source, bucket ORDER BY bucket, p.source",
+            (bucket_s, bucket_s, batch_id),
+        )
+
+    async def batch_depth_rates(self, batch_id: int) -> list[DepthRates]:
+        """Novelty (the stored rate, else items kept / results) and harvest per source and page
+        number, as moments over the batch's pages; cache replays left out."""
+
+        def select(conn: sqlite3.Connection) -> list[DepthRates]:
+            found = conn.execute(
+                "SELECT source, page_number, COUNT(*),"
+                " COUNT(novelty), SUM(novelty), SUM(novelty * novelty),"
+                " COUNT(harvest), SUM(harvest), SUM(harvest * harvest)"
+                " FROM (SELECT p.source, p.page_number, p.harvest_rate AS harvest,"
+                "   COALESCE(p.novelty_rate, CAST(p.items_stored AS REAL) / NULLIF(p.results, 0))"
+                f"   AS novelty {_BATCH_PAGES} AND q.cache_hit = 0)"
+                " GROUP BY source, page_number ORDER BY source, page_number",
+                (batch_id,),
+            )
+            return [
+                DepthRates(
+                    source,
+                    page_number,
+                    pages,
+                    Moments(n_novelty, novelty or 0.0, novelty_sq or 0.0),
+                    Moments(n_harvest, harvest or 0.0, harvest_sq or 0.0),
+                )
+                for (
+                    source,
+                    page_number,
+                    pages,
+                    n_novelty,
+                    novelty,
+                    novelty_sq,
+                    n_harvest,
+                    harvest,
+                    harvest_sq,
+                ) in found
+            ]
+
+        return await self._db.read(select)
+
+    async def batch_query_ids(self, batch_id: int) -> list[int]:
+        """The batch's queries, in entry order."""
+        return await self._db.select(
+            lambda row: int(row[0]),
+            f"SELECT q.id {_BATCH_QUERIES} ORDER BY e.position, q.id",
+            (batch_id,),
+        )
+
+    async def batch_entries_in(
+        self, batch_id: int, states: Sequence[str], *, limit: int
+    ) -> tuple[list[BatchEntry], int]:
+        """The first `limit` entries in one of `states`, by position, and how many there are."""
+        marks = ", ".join("?" for _ in states)
+
+        def select(conn: sqlite3.Connection) -> tuple[list[BatchEntry], int]:
+            where = f"FROM batch_entries WHERE batch_id = ? AND state IN ({marks})"
+            found = conn.execute(
+                f"SELECT * {where} ORDER BY position LIMIT ?", (batch_id, *states, limit)
+            )
+            total = conn.execute(f"SELECT COUNT(*) {where}", (batch_id, *states)).fetchone()[0]
+            return [rows.batch_entry(row) for row in found], total
+
+        return await self._db.read(select)
+
+
+def _of_batch(*joins: str) -> str:
+    """FROM a batch's queries (the batch id is the first parameter), more tables joined."""
+    joined = "".join(f" JOIN {table}" for table in joins)
+    return (
+        "FROM batch_entries AS e JOIN queries AS q ON q.batch_entry_id = e.id"
+        f"{joined} WHERE e.batch_id = ?"
+    )
+
+
+_BATCH_QUERIES = _of_batch()
+_BATCH_PAGES = _of_batch("serp_pages AS p ON p.query_id = q.id")
+
+
+def _batch_progress(conn: sqlite3.Connection, batch_id: int) -> BatchProgress:
+    entries: dict[str, int] = {}
+    started: list[str] = []
+    finished: list[str] = []
+    for state, n, first, last in conn.execute(
+        "SELECT state, COUNT(*), MIN(started_at), MAX(finished_at) FROM batch_entries"
+        " WHERE batch_id = ? GROUP BY state",
+        (batch_id,),
+    ):
+        entries[state] = n
+        started += [first] if first else []
+        finished += [last] if last else []
+    cached = conn.execute(
+        "SELECT COUNT(*) FROM batch_entries AS e JOIN queries AS q ON q.id = e.query_id"
+        " WHERE e.batch_id = ? AND e.state = 'done' AND q.batch_entry_id IS NOT e.id",
+        (batch_id,),
+    ).fetchone()[0]
+    requests: dict[str, int] = {}
+    finished_pages: dict[str, int] = {}
+    running_pages: dict[str, int] = {}
+    replayed = items = 0
+    for state, source, cache_hit, pages, stored in conn.execute(
+        f"SELECT e.state, p.source, q.cache_hit, COUNT(*), SUM(p.items_stored) {_BATCH_PAGES}"
+        " GROUP BY e.state, p.source, q.cache_hit",
+        (batch_id,),
+    ):
+        items += stored
+        if cache_hit:
+            replayed += pages
+            continue
+        requests[source] = requests.get(source, 0) + pages
+        if state in ("done", "failed"):
+            finished_pages[source] = finished_pages.get(source, 0) + pages
+        elif state == "running":
+            running_pages[source] = running_pages.get(source, 0) + pages
+    blocks: dict[str, int] = {}
+    for block in _batch_blocks(conn, batch_id):
+        blocks[block.engine] = blocks.get(block.engine, 0) + block.pages
+    return BatchProgress(
+        batch_id=batch_id,
+        entries=entries,
+        cached_entries=cached,
+        queries=conn.execute(f"SELECT COUNT(*) {_BATCH_QUERIES}", (batch_id,)).fetchone()[0],
+        requests=dict(sorted(requests.items())),
+        replayed_pages=replayed,
+        items=items,
+        blocks=blocks,
+        finished_pages=finished_pages,
+        running_pages=running_pages,
+        started_at=min(started, default=None),
+        finished_at=max(finished, default=None),
+    )
+
+
+def _batch_blocks(conn: sqlite3.Connection, batch_id: int) -> list[BlockCount]:
+    return [
+        BlockCount(*row)
+        for row in conn.execute(
+            "SELECT i.engine, i.kind, COUNT(*)"
+            f" {_of_batch('intervention_queue AS i ON i.query_id = q.id')}"
+            " GROUP BY i.engine, i.kind ORDER BY i.engine, i.kind",
+            (batch_id,),
+        )
+    ]
 
 
 def _set_entry_state(

@@ -1,0 +1,124 @@
+"""BatchProgressExtension: a batch crawl's progress while it runs, from the store.
+
+For a crawl of a stored batch (`-a batch=ID`, as `scrapy batch` and its Scrapyd job run it),
+a LoopingCall on the reactor reads the batch's figures every tick through the crawl's own async
+backend (CrawlSession.store; lyra_crawl.batch.progress.BatchMonitor: a handful of indexed
+aggregate queries on the backend's worker thread, their share of its time bounded by
+lyra_crawl.batch.display.READ_SHARE) and shows them (lyra_crawl.batch.display): a live table
+when stderr is a terminal, else an INFO log line every LYRA_PROGRESS_INTERVAL seconds, which
+lands in Scrapyd's job log. The rate-limit waits come from the crawl's stats
+(`lyra/<engine>/rate/waits`). Ticks start once the engine has started (the session's backends
+are open by then) and stop when the spider closes; the final figures are read once the engine
+has stopped, every query closed, through a backend opened for that one read (the session's is
+closed by then).
+
+Settings: LYRA_PROGRESS_INTERVAL (seconds between plain lines, default 30; 0 turns progress
+off), LYRA_RATE_LIMIT_ENABLED (off: the ETA takes the observed pace, not engines.yaml's qps).
+Crawls of one query (`-a query=`) and other spiders are left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any, Self
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet.task import LoopingCall
+
+from lyra_crawl.backends import with_backends
+from lyra_crawl.backends.records import BackendError
+from lyra_crawl.batch.display import ProgressDisplay
+from lyra_crawl.batch.progress import BatchMonitor
+from lyra_crawl.config import load_config
+from lyra_crawl.query.arguments import StoredBatch
+from lyra_crawl.session.crawl import CrawlSession
+
+logger = logging.getLogger(__name__)
+
+WAITS_STAT = re.compile(r"lyra/(?P<engine>[^/]+)/rate/waits")
+
+
+class BatchProgressExtension:
+    def __init__(self, crawler: Crawler, interval_s: float) -> None:
+        self.crawler = crawler
+        self.interval_s = interval_s
+        self._monitor: BatchMonitor | None = None
+        self._display: ProgressDisplay | None = None
+        self._ticks: LoopingCall | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        interval = crawler.settings.getfloat("LYRA_PROGRESS_INTERVAL")
+        if interval <= 0:
+            raise NotConfigured("LYRA_PROGRESS_INTERVAL is 0: no batch progress")
+        extension = cls(crawler, interval)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.engine_started, signal=signals.engine_started)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(extension.engine_stopped, signal=signals.engine_stopped)
+        return extension
+
+    def spider_opened(self, spider: Spider) -> None:
+        plan = getattr(spider, "plan", None)
+        if not isinstance(plan, StoredBatch):
+            return
+        settings = self.crawler.settings
+        self._monitor = BatchMonitor(
+            plan.batch_id,
+            load_config(settings.get("LYRA_CONFIG_DIR")),
+            rate_limited=settings.getbool("LYRA_RATE_LIMIT_ENABLED"),
+        )
+        self._display = ProgressDisplay(interval_s=self.interval_s, emit=_log_line)
+
+    def engine_started(self) -> None:
+        if self._display is not None:
+            self._ticks = LoopingCall(lambda: deferred_from_coro(self._tick()))
+            self._ticks.start(self._display.refresh_s, now=False)
+
+    def spider_closed(self) -> None:
+        if self._ticks is not None and self._ticks.running:
+            self._ticks.stop()
+
+    async def engine_stopped(self) -> None:
+        if self._display is None or self._monitor is None:
+            return
+        monitor, waits = self._monitor, self._waits()
+        try:
+            figures = await with_backends(
+                self.crawler.settings, lambda backends: monitor.figures(backends.store, waits)
+            )
+        except BackendError as exc:
+            logger.warning("batch progress: the final figures cannot be read (%s)", exc)
+            figures = None
+        self._display.close(figures)
+
+    async def _tick(self) -> None:
+        display, monitor = self._display, self._monitor
+        if display is None or monitor is None or not display.due(monitor.read_s):
+            return
+        store = CrawlSession.of(self.crawler).store
+        try:
+            figures = await monitor.figures(store, self._waits())
+        except (BackendError, RuntimeError) as exc:
+            # The crawl is closing its backend under this tick (RuntimeError: its worker is
+            # shut down); the final figures come after the engine stopped.
+            logger.debug("batch progress not read: %s", exc)
+            return
+        display.show(figures)
+
+    def _waits(self) -> dict[str, int]:
+        stats: dict[str, Any] = self.crawler.stats.get_stats()
+        waits = {}
+        for key, value in stats.items():
+            found = WAITS_STAT.fullmatch(key)
+            if found:
+                waits[found["engine"]] = int(value)
+        return waits
+
+
+def _log_line(line: str) -> None:
+    logger.info("%s", line)
