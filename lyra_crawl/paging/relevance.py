@@ -35,6 +35,7 @@ one-character run is kept as a unigram). Thai, Lao and Khmer runs stay whole wor
 """
 
 import math
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -72,8 +73,14 @@ def _char_class(char: str) -> str | None:
     return None
 
 
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
 def tokenize(text: str) -> list[str]:
     """Split text into words, and CJK runs into character bigrams."""
+    if text.isascii():
+        # NFKC leaves ASCII alone and its letters and digits are its only word characters.
+        return _ASCII_WORD.findall(text.lower())
     tokens: list[str] = []
     normalised = unicodedata.normalize("NFKC", text).casefold()
     for kind, chars in groupby(normalised, key=_char_class):

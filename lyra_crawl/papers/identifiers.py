@@ -77,6 +77,12 @@ _OLD_ARXIV_IN_TEXT = re.compile(
     rf"(?<![\w/.-]){_OLD_ARXIV_ID}{_ARXIV_VERSION}(?!\d)", re.IGNORECASE
 )
 
+# Cheap tests for what each search needs, run first: most results carry no identifier, and the
+# full patterns (the old-style archive list above all) cost far more than a literal search.
+_ARXIV_HINT = re.compile("arxiv", re.IGNORECASE)
+_OLD_ARXIV_HINT = re.compile(r"/\d{7}")
+_PMID_HINT = re.compile("pubmed|europepmc|pmid", re.IGNORECASE)
+
 _PMID_IN_TEXT = re.compile(
     r"(?:pubmed\.ncbi\.nlm\.nih\.gov/|ncbi\.nlm\.nih\.gov/pubmed/|europepmc\.org/"
     r"(?:abstract|article)/med/|\bpmid\s*:?\s*)(\d{1,9})(?!\d)",
@@ -129,7 +135,9 @@ def extract_arxiv_id(text: str | None) -> str | None:
     if not text:
         return None
     decoded = unquote(text)
-    match = _ARXIV_IN_TEXT.search(decoded) or _OLD_ARXIV_IN_TEXT.search(decoded)
+    match = _ARXIV_IN_TEXT.search(decoded) if _ARXIV_HINT.search(decoded) else None
+    if match is None and _OLD_ARXIV_HINT.search(decoded):
+        match = _OLD_ARXIV_IN_TEXT.search(decoded)
     return _arxiv_from_match(match) if match else None
 
 
@@ -146,7 +154,7 @@ def normalize_pmid(raw: str | None) -> str | None:
 
 def extract_pmid(text: str | None) -> str | None:
     """First PMID in a PubMed / Europe PMC URL or a ``PMID:`` label; bare numbers are ignored."""
-    if not text:
+    if not text or not _PMID_HINT.search(text):
         return None
     match = _PMID_IN_TEXT.search(text)
     if match is None or not int(match.group(1)):
@@ -180,7 +188,10 @@ def identifiers_from(*texts: str | None) -> Identifiers:
 def _iter_dois(text: str | None) -> Iterator[str]:
     if not text:
         return
-    for match in _DOI_IN_TEXT.finditer(unquote(text)):
+    decoded = unquote(text)
+    if "10." not in decoded:
+        return
+    for match in _DOI_IN_TEXT.finditer(decoded):
         doi = _clean_doi(match.group(0), _DOI_EXACT)
         if doi is not None:
             yield doi
