@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= $(or $(LYRA_CHROMIUM_PATH),/usr/bin/chromium)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
 
-.PHONY: install chromium demo test lint audit bench clean
+.PHONY: install chromium servers demo test lint audit bench clean
 
 install: $(STAMP)
 
@@ -29,10 +29,21 @@ else
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; fi
 endif
 
+# The PostgreSQL + Redis backends are tested on real servers, which the fixtures start on free
+# loopback ports in temporary folders (tests/servers/): Debian's packages, when missing.
+REDIS_SERVER ?= /usr/bin/redis-server
+PG_BINDIR ?= $(or $(LYRA_PG_BINDIR),$(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin))))
+servers:
+	@if [ -x "$(REDIS_SERVER)" ] && [ -x "$(PG_BINDIR)/postgres" ]; then \
+	  echo "redis-server: $(REDIS_SERVER); PostgreSQL: $(PG_BINDIR)"; else \
+	  echo "installing Debian's redis-server and postgresql"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server postgresql; fi
+
 demo: install
 	$(BIN)/python -m lyra_crawl.demo
 
-test: install chromium
+test: install chromium servers
 	$(BIN)/python -m pytest
 
 lint: install
