@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
@@ -34,17 +34,21 @@ class BackendUrls:
     coordination: str
 
 
+class Closeable(Protocol):
+    async def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Backends:
     """The process's two backends; `close` closes each underlying connection once."""
 
     store: ResultStore
     coordinator: Coordinator
-    databases: tuple[SqliteDatabase, ...]
+    connections: tuple[Closeable, ...]
 
     async def close(self) -> None:
-        for database in self.databases:
-            await database.close()
+        for connection in reversed(self.connections):
+            await connection.close()
 
 
 def urls_from_settings(settings: Mapping[str, Any] | Any) -> BackendUrls:
@@ -95,36 +99,57 @@ def redact_url(url: str) -> str:
 
 
 async def open_backends(urls: BackendUrls) -> Backends:
-    store_path = _sqlite_file(urls.store, "LYRA_DB_URL")
-    coordination_path = _sqlite_file(urls.coordination, "LYRA_COORDINATION_URL")
-    store_db = SqliteDatabase(store_path)
-    databases = [store_db]
-    if coordination_path.resolve() == store_path.resolve():
-        coordination_db = store_db
-    else:
-        coordination_db = SqliteDatabase(coordination_path)
-        databases.append(coordination_db)
-    opened: list[SqliteDatabase] = []
+    """The store and coordinator the URLs name, opened; one SQLite file serves both when the
+    two URLs name the same file."""
+    opener = _Opener()
     try:
-        for database in databases:
-            await database.open()
-            opened.append(database)
-    except BackendError:
-        for database in opened:
-            await database.close()
+        store = await opener.store(urls.store)
+        coordinator = await opener.coordinator(urls.coordination)
+    except BaseException:
+        await opener.close_all()
         raise
-    return Backends(SqliteStore(store_db), SqliteCoordinator(coordination_db), tuple(databases))
+    return Backends(store, coordinator, tuple(opener.opened))
 
 
-def _sqlite_file(url: str, setting: str) -> Path:
-    path = sqlite_path(url)
-    if path is None or not str(path):
-        raise BackendError(
-            f"{setting} {redact_url(url)!r} is not a backend lyra knows: use sqlite:///path "
-            "(relative) or sqlite:////absolute/path (postgresql:// and redis:// come with "
-            "issue 14)"
-        )
-    return path
+class _Opener:
+    """Opens each backend a URL names, remembering what to close."""
+
+    def __init__(self) -> None:
+        self.opened: list[Closeable] = []
+        self._sqlite: dict[Path, SqliteDatabase] = {}
+
+    async def store(self, url: str) -> ResultStore:
+        if url.startswith(SQLITE_PREFIX):
+            return SqliteStore(await self._sqlite_database(url, "LYRA_DB_URL"))
+        raise _unknown(url, "LYRA_DB_URL")
+
+    async def coordinator(self, url: str) -> Coordinator:
+        if url.startswith(SQLITE_PREFIX):
+            return SqliteCoordinator(await self._sqlite_database(url, "LYRA_COORDINATION_URL"))
+        raise _unknown(url, "LYRA_COORDINATION_URL")
+
+    async def _sqlite_database(self, url: str, setting: str) -> SqliteDatabase:
+        path = sqlite_path(url)
+        if path is None or not str(path):
+            raise _unknown(url, setting)
+        key = path.resolve()
+        if key not in self._sqlite:
+            database = SqliteDatabase(path)
+            await database.open()
+            self.opened.append(database)
+            self._sqlite[key] = database
+        return self._sqlite[key]
+
+    async def close_all(self) -> None:
+        for connection in reversed(self.opened):
+            await connection.close()
+
+
+def _unknown(url: str, setting: str) -> BackendError:
+    return BackendError(
+        f"{setting} {redact_url(url)!r} is not a backend lyra knows: use sqlite:///path "
+        "(relative) or sqlite:////absolute/path (postgresql:// and redis:// come with issue 14)"
+    )
 
 
 async def with_backends(

@@ -273,7 +273,7 @@ def test_one_connection_serves_both_backends_of_one_file(tmp_path):
         backends = await open_backends(urls)
         try:
             await backends.coordinator.reserve_quota("mojeek", "2026-01-01", None)
-            return open_files(path), len(backends.databases)
+            return open_files(path), len(backends.connections)
         finally:
             await backends.close()
 
