@@ -85,6 +85,10 @@ DOWNLOADER_MIDDLEWARES = {
 ROBOTSTXT_OBEY = False
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 16
+# Items of one page pass the pipelines this many at a time. The pipelines are CPU work (only a
+# page's last item waits for the store), so Scrapy's default of 100 workers per response only
+# adds task overhead, which a batch of thousands of queries pays on one GIL.
+CONCURRENT_ITEMS = 4
 DOWNLOAD_DELAY = 0
 DOWNLOAD_DELAY_JITTER = 0
 AUTOTHROTTLE_ENABLED = False
@@ -143,3 +147,4 @@ REMOTE_CONTROL_ENABLED = False
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
+LOG_FORMATTER = "lyra_crawl.logformatter.LevelAwareLogFormatter"
