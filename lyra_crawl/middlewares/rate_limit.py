@@ -7,6 +7,10 @@ from the previous answer, so the engine never sees two requests closer than 1/qp
 a process takes between taking the slot and putting the request on the wire. The lease runs out
 after DOWNLOAD_TIMEOUT + 1/qps in case its process died.
 
+A slot this process released is not claimed before its known free time: the head sleeps until
+then first, so the usual case (one process per engine) costs one claim per request, not a
+refused claim and a second one. The claim still decides; another process may hold the slot.
+
 A refused claim says when the slot is free again: at a known time once released (the head
 sleeps until then), or at the end of another process's lease (the head looks again after
 1/qps, the earliest that holder could free it). The wait happens outside Scrapy's shared
@@ -30,10 +34,16 @@ from scrapy import Request
 from scrapy.http import Response
 
 from lyra_crawl.middlewares.base import EngineMiddleware
+from lyra_crawl.session.crawl import CrawlSession
 
 
 class RateLimitMiddleware(EngineMiddleware):
     enabled_setting = "LYRA_RATE_LIMIT_ENABLED"
+
+    def __init__(self, session: CrawlSession) -> None:
+        super().__init__(session)
+        # engine -> loop time at which the slot this process last released is free again
+        self._free_at: dict[str, float] = {}
 
     async def process_request(self, request: Request) -> None:
         state = self.state_of(request)
@@ -42,16 +52,23 @@ class RateLimitMiddleware(EngineMiddleware):
         engine = state.engine
         interval = self._interval(engine)
         lease = self.session.download_timeout + interval
+        known_wait = self._free_at.get(engine, 0.0) - asyncio.get_running_loop().time()
+        if known_wait > 0:
+            await self._wait(request, engine, known_wait)
         while True:
             claim = await self.session.coordinator.claim_rate_slot(engine, lease)
             if claim.granted:
                 state.lease = claim.token
                 return
-            wait = min(claim.wait_s, interval) if claim.held else claim.wait_s
-            self.count(engine, "rate/waits")
-            self.count(engine, "rate/waited_s", wait)
-            async with self.session.outside_concurrency(request):
-                await asyncio.sleep(wait)
+            await self._wait(
+                request, engine, min(claim.wait_s, interval) if claim.held else claim.wait_s
+            )
+
+    async def _wait(self, request: Request, engine: str, seconds: float) -> None:
+        self.count(engine, "rate/waits")
+        self.count(engine, "rate/waited_s", seconds)
+        async with self.session.outside_concurrency(request):
+            await asyncio.sleep(seconds)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         await self._release(request)
@@ -69,6 +86,6 @@ class RateLimitMiddleware(EngineMiddleware):
         if state is None or state.lease is None:
             return
         token, state.lease = state.lease, None
-        await self.session.coordinator.release_rate_slot(
-            state.engine, token, self._interval(state.engine)
-        )
+        interval = self._interval(state.engine)
+        self._free_at[state.engine] = asyncio.get_running_loop().time() + interval
+        await self.session.coordinator.release_rate_slot(state.engine, token, interval)
