@@ -229,7 +229,7 @@ def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
     assert sorted(r["query_text"] for r in rows) == ["boreal forest", "tundra fires"]
     assert all(r["status"] == "finished" and r["items"] == 20 for r in rows)
     for row in rows:
-        assert f"(job {row['job_id']})" in result.stdout
+        assert f"(job {row['job_id']} on {scrapyd.url})" in result.stdout
     assert "finished (job" in result.stdout
     assert "2 of 2 entries succeeded" in result.stdout
     # Progress read from the store while waiting, the last line once the job finished; the

@@ -29,8 +29,9 @@ def job_settings(simulator: Simulator, db_path: Path, **extra: str) -> dict[str,
 def run_jobs(scrapyd: ScrapydServer, jobs: list[tuple[dict[str, str], dict[str, str]]]) -> list:
     """Schedule (spider_args, settings) pairs at once, wait for all; returns their job ids."""
     client = ScrapydClient(scrapyd.url)
-    job_ids = [schedule_crawl(client, PROJECT, args, settings) for args, settings in jobs]
-    states = wait_for_jobs(client, PROJECT, job_ids, poll_interval=0.5, timeout=JOB_TIMEOUT_S)
+    scheduled = [schedule_crawl(client, PROJECT, args, settings) for args, settings in jobs]
+    job_ids = [job.id for job in scheduled]
+    states = wait_for_jobs(scheduled, PROJECT, poll_interval=0.5, timeout=JOB_TIMEOUT_S)
     logs = "\n".join(scrapyd.job_log(PROJECT, job_id)[-3000:] for job_id in job_ids)
     assert set(states.values()) == {"finished"}, f"{states}\n{logs}\n{scrapyd.log_tail()}"
     return job_ids

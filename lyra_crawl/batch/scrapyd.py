@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from requests import RequestException
@@ -29,17 +30,25 @@ class SchedulingError(RuntimeError):
 
 def schedule_crawl(
     client: ScrapydClient, project: str, spider_args: Mapping[str, str], settings: Mapping[str, str]
-) -> str:
-    """Schedule one `serp` job; returns Scrapyd's job id."""
+) -> Job:
+    """Schedule one `serp` job on the node `client` talks to."""
     args = [("setting", f"{name}={value}") for name, value in settings.items()]
     args += list(spider_args.items())
     try:
-        return client.schedule(project, SPIDER, args=args)
+        return Job(client, client.schedule(project, SPIDER, args=args))
     except (ErrorResponse, MalformedResponse, RequestException) as exc:
         raise SchedulingError(
             f"Scrapyd at {client.url} refused to schedule {SPIDER} in project {project!r} "
             f"({exc}): check the URL and that the project is deployed (scrapyd-deploy)"
         ) from exc
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job scheduled on one Scrapyd node."""
+
+    client: ScrapydClient
+    id: str
 
 
 def job_states(client: ScrapydClient, project: str) -> dict[str, str]:
@@ -54,33 +63,34 @@ def job_states(client: ScrapydClient, project: str) -> dict[str, str]:
 
 
 def wait_for_jobs(
-    client: ScrapydClient,
+    jobs: Collection[Job],
     project: str,
-    job_ids: Collection[str],
     *,
     poll_interval: float = 1.0,
     timeout: float | None = None,
-    on_change: Callable[[str, str], None] | None = None,
+    on_change: Callable[[Job, str], None] | None = None,
     on_poll: Callable[[], None] | None = None,
 ) -> dict[str, str]:
-    """Poll listjobs.json until every job has finished (or is unknown) or `timeout` passed.
+    """Poll each node's listjobs.json until every job has finished (or is unknown) or
+    `timeout` passed.
 
-    Returns the last state seen per job; `on_change(job_id, state)` is called whenever a
+    Returns the last state seen per job id; `on_change(job, state)` is called whenever a
     job's state changes, `on_poll()` after every look (the batch command's progress).
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     states: dict[str, str] = {}
+    clients = {job.client.url: job.client for job in jobs}
     while True:
-        known = job_states(client, project)
-        for job_id in job_ids:
-            state = known.get(job_id, UNKNOWN)
-            if states.get(job_id) != state:
-                states[job_id] = state
+        known = {url: job_states(client, project) for url, client in clients.items()}
+        for job in jobs:
+            state = known[job.client.url].get(job.id, UNKNOWN)
+            if states.get(job.id) != state:
+                states[job.id] = state
                 if on_change is not None:
-                    on_change(job_id, state)
+                    on_change(job, state)
         if on_poll is not None:
             on_poll()
-        if all(states[job_id] in (FINISHED, UNKNOWN) for job_id in job_ids):
+        if all(states[job.id] in (FINISHED, UNKNOWN) for job in jobs):
             return states
         if deadline is not None and time.monotonic() >= deadline:
             return states
@@ -104,3 +114,8 @@ def job_settings(settings: Mapping[str, Any]) -> dict[str, str]:
             value = absolute_url(str(value))
         forwarded[name] = str(value)
     return forwarded
+
+
+def scrapyd_urls(value: str) -> list[str]:
+    """The nodes of `--scrapyd URL[,URL…]`, in order, each once."""
+    return list(dict.fromkeys(url.strip().rstrip("/") for url in value.split(",") if url.strip()))

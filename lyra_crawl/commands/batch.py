@@ -1,10 +1,11 @@
-"""`scrapy batch FILE [--scrapyd URL]`: record a batch file's queries and crawl them all.
+"""`scrapy batch FILE [--scrapyd URL[,URL…]]`: record a batch file's queries and crawl them all.
 
 The batch and its entries are recorded in the store (`batches`, `batch_entries`), then run as
 ONE crawl (`scrapy crawl serp -a batch=ID`): one crawler, one downloader, one store handle,
 however many queries, at most `--concurrency` of them running at once. With --scrapyd that
-crawl is one Scrapyd job, and the command waits for it, printing its state; the job gets this
-run's LYRA_* settings, so it writes to the store this command reads.
+crawl is one Scrapyd job per node given, and the command waits for them, printing their
+states; the jobs get this run's LYRA_* settings, so they write to the store this command reads,
+and each takes entries from it under a lease as it has room (lyra_crawl.session.launch).
 
 Progress while the batch runs (lyra_crawl.batch.display): a live table when stderr is a
 terminal, else a plain line every LYRA_PROGRESS_INTERVAL seconds. Here the crawl's
@@ -43,7 +44,14 @@ from lyra_crawl.batch.files import (
     summary_lines,
 )
 from lyra_crawl.batch.progress import BatchMonitor
-from lyra_crawl.batch.scrapyd import SchedulingError, job_settings, schedule_crawl, wait_for_jobs
+from lyra_crawl.batch.scrapyd import (
+    Job,
+    SchedulingError,
+    job_settings,
+    schedule_crawl,
+    scrapyd_urls,
+    wait_for_jobs,
+)
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.spiders.serp import SerpSpider
 
@@ -68,7 +76,11 @@ class Command(ScrapyCommand):
             metavar="N",
             help="queries running at once (default: two per engine the batch may choose)",
         )
-        parser.add_argument("--scrapyd", metavar="URL", help="run the crawl on this Scrapyd")
+        parser.add_argument(
+            "--scrapyd",
+            metavar="URL[,URL...]",
+            help="run the crawl on Scrapyd: one job per node, sharing the store's entries",
+        )
         parser.add_argument(
             "--project",
             help="Scrapyd project (default the [deploy] project in scrapy.cfg, else lyra_crawl)",
@@ -92,6 +104,8 @@ class Command(ScrapyCommand):
             raise UsageError("give one batch file: scrapy batch FILE")
         if opts.concurrency is not None and opts.concurrency < 1:
             raise UsageError("--concurrency must be 1 or more")
+        if opts.scrapyd is not None and not scrapyd_urls(opts.scrapyd):
+            raise UsageError("--scrapyd needs a URL, or several separated by commas")
         try:
             batch = load_batch(args[0], load_config(self.settings.get("LYRA_CONFIG_DIR")))
             record = run_sync(self._record(args[0], batch))
@@ -145,20 +159,22 @@ class Command(ScrapyCommand):
         self.crawler_process.start()
 
     def _crawl_on_scrapyd(self, record: BatchRecord, opts: argparse.Namespace) -> None:
-        client = ScrapydClient(opts.scrapyd)
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
         spider_args = _spider_args(record, opts)
-        job = schedule_crawl(client, project, spider_args, job_settings(self.settings))
+        settings = job_settings(self.settings)
+        jobs = [
+            schedule_crawl(ScrapydClient(url), project, spider_args, settings)
+            for url in scrapyd_urls(opts.scrapyd)
+        ]
 
-        def changed(job_id: str, state: str) -> None:
-            print(f"batch {record.id}: {state} (job {job_id})", flush=True)
+        def changed(job: Job, state: str) -> None:
+            print(f"batch {record.id}: {state} (job {job.id} on {job.client.url})", flush=True)
 
         progress = _StoreProgress(self.settings, record.id)
         try:
             wait_for_jobs(
-                client,
+                jobs,
                 project,
-                [job],
                 poll_interval=opts.poll_interval,
                 timeout=opts.timeout,
                 on_change=changed,

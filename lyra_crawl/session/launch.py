@@ -5,10 +5,16 @@ lease, in position order, and keeps at most `-a concurrency=N` of them running: 
 opens when a running one closes, so a batch of any size holds only N queries in memory. An
 entry whose arguments no longer pass or whose query cannot start is marked failed and the rest
 go on.
+
+Several crawls may run one batch (one Scrapyd job per node, sharing the store): each takes
+entries as it has room, so entries spread by who is free. A crawl with nothing left to take
+stays while other crawls still run entries, looking again every ENTRY_POLL_S: when one of them
+dies, its entries are taken again once their lease ends (at once when it ran on this host).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -30,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 # How long a taken entry stays this crawl's without renewal; renewed every third of it.
 ENTRY_LEASE_S = 300.0
+# How often a crawl with nothing left to take looks for entries whose crawl died.
+ENTRY_POLL_S = 5.0
 
 
 async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQuery]:
@@ -57,12 +65,22 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
             lease_s=ENTRY_LEASE_S,
         )
         if not entries:
-            return
+            if not await _running_elsewhere(crawl, plan.batch_id):
+                return
+            await asyncio.sleep(ENTRY_POLL_S)
+            continue
         for entry in entries:
             opened = await _open_entry(crawl, entry, plan.job_id)
             if opened is not None:
                 yield opened
                 await crawl.settle(opened.session)
+
+
+async def _running_elsewhere(crawl: CrawlSession, batch_id: int) -> bool:
+    """Whether entries of the batch are running in other crawls (that may yet die)."""
+    _, running = await crawl.store.batch_entries_in(batch_id, ["running"], limit=0)
+    own = sum(1 for query in crawl.queries.values() if query.batch_entry_id is not None)
+    return running > own
 
 
 async def _open_entry(

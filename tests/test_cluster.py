@@ -1,0 +1,290 @@
+"""One batch over several Scrapyd nodes sharing one store and one coordinator.
+
+Three real Scrapyd instances on loopback, each with the project deployed; `scrapy batch FILE
+--scrapyd URL1,URL2,URL3` schedules one `serp -a batch=ID` job per node, and every job takes
+entries from the shared store under a lease. Quotas, rate slots and breakers are exact across
+the nodes; a job killed mid-batch loses nothing and stores nothing twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from lyra_crawl.backends import Backends, with_backends
+from tests.conftest import ROOT, in_own_loop
+from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
+
+PROJECT = "lyra_crawl"
+NODES = 3
+JOB_TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ScrapydServer]]:
+    """Three Scrapyd nodes, each with the project deployed."""
+    folder = tmp_path_factory.mktemp("cluster")
+    servers: list[ScrapydServer] = []
+    contexts = [running_scrapyd(folder / f"node{n}") for n in range(NODES)]
+    try:
+        for n, context in enumerate(contexts):
+            server = context.__enter__()
+            servers.append(server)
+            deploy(server, ROOT, folder / f"project{n}")
+        yield servers
+    finally:
+        for context in contexts[: len(servers)]:
+            context.__exit__(None, None, None)
+
+
+@pytest.fixture
+def backend_settings(tmp_path: Path) -> dict[str, str]:
+    """The LYRA_* settings naming the store and coordinator every node shares."""
+    return {"LYRA_DB_URL": f"sqlite:///{tmp_path / 'shared.sqlite3'}"}
+
+
+@pytest.fixture
+def cluster_config(tmp_path: Path) -> Callable[[Callable[[dict[str, Any]], None]], Path]:
+    """Factory: a copy of config/ whose engines.yaml was changed by `edit`."""
+
+    def make(edit: Callable[[dict[str, Any]], None]) -> Path:
+        folder = tmp_path / f"config{len(list(tmp_path.glob('config*')))}"
+        folder.mkdir()
+        for source in (ROOT / "config").glob("*.yaml"):
+            (folder / source.name).write_text(source.read_text())
+        policy = yaml.safe_load((folder / "engines.yaml").read_text())
+        edit(policy)
+        (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
+        return folder
+
+    return make
+
+
+def batch_file(folder: Path, name: str, queries: list[str], **defaults: Any) -> Path:
+    path = folder / name
+    path.write_text(yaml.safe_dump({"defaults": defaults, "queries": queries}))
+    return path
+
+
+def run_batch(
+    path: Path,
+    nodes: list[ScrapydServer],
+    settings: dict[str, str],
+    *extra: str,
+    wait: bool = True,
+) -> subprocess.Popen[str] | subprocess.CompletedProcess[str]:
+    """`scrapy batch PATH --scrapyd NODES…` with `settings` as this run's environment."""
+    command = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "batch",
+        str(path),
+        "--scrapyd",
+        ",".join(node.url for node in nodes),
+        "--poll-interval",
+        "0.5",
+        "--timeout",
+        str(JOB_TIMEOUT_S),
+        *extra,
+    ]
+    env = {**os.environ, "LYRA_PROGRESS_INTERVAL": "0", **settings}
+    if not wait:
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=JOB_TIMEOUT_S + 60
+    )
+
+
+def read_store(settings: dict[str, str], work: Callable[[Backends], Any]) -> Any:
+    return in_own_loop(with_backends(settings, work))
+
+
+async def entries_and_pages(backends: Backends) -> tuple[list[Any], dict[int, list[Any]]]:
+    """The first batch's entries, and each entry's query's stored pages."""
+    store = backends.store
+    entries = await store.batch_entries(1)
+    pages = {
+        entry.position: await store.pages(entry.query_id)
+        for entry in entries
+        if entry.query_id is not None
+    }
+    return entries, pages
+
+
+def job_logs(nodes: list[ScrapydServer]) -> str:
+    logs = []
+    for node in nodes:
+        for log in (node.folder / "logs" / PROJECT / "serp").glob("*.log"):
+            logs.append(f"--- {node.url} {log.name}\n{log.read_text(errors='replace')[-2500:]}")
+    return "\n".join(logs)
+
+
+def assert_jobs_logged_no_error(nodes: list[ScrapydServer]) -> None:
+    logs = job_logs(nodes)
+    assert " ERROR: " not in logs, logs
+
+
+def test_a_daily_limit_holds_across_nodes_and_entries_spread_over_them(
+    nodes, simulator, tmp_path, backend_settings, cluster_config
+):
+    def limited(policy: dict[str, Any]) -> None:
+        policy["engines"]["mojeek"].update(daily_limit=5, qps=4)
+
+    settings = {
+        **backend_settings,
+        "LYRA_SIMULATOR_URL": simulator.url,
+        "LYRA_CONFIG_DIR": str(cluster_config(limited)),
+    }
+    queries = [f"glacier retreat {n}" for n in range(12)]
+    path = batch_file(tmp_path, "quota.yaml", queries, engine="mojeek", sources=["serp"])
+
+    result = run_batch(path, nodes, settings, "--concurrency", "2")
+
+    assert len(simulator.requests("mojeek")) == 5, "exactly the daily limit, over three nodes"
+    entries, pages = read_store(settings, entries_and_pages)
+    assert len(entries) == 12 and all(e.state in ("done", "failed") for e in entries)
+    assert sum(len(p) for p in pages.values()) == 5, "each page sent was stored once"
+    # Every node's job ran; their entries came from the one shared store.
+    scheduled = {
+        line.rsplit(" on ", 1)[1].rstrip(")")
+        for line in result.stdout.splitlines()
+        if "running (job" in line or "finished (job" in line
+    }
+    assert scheduled == {node.url for node in nodes}, result.stdout + result.stderr[-2000:]
+
+
+def test_a_rate_limit_holds_across_nodes(
+    nodes, simulator, tmp_path, backend_settings, cluster_config
+):
+    def ten_qps(policy: dict[str, Any]) -> None:
+        policy["engines"]["mojeek"].update(daily_limit=None, qps=10)
+
+    settings = {
+        **backend_settings,
+        "LYRA_SIMULATOR_URL": simulator.url,
+        "LYRA_CONFIG_DIR": str(cluster_config(ten_qps)),
+    }
+    queries = [f"sea ice {n}" for n in range(9)]
+    path = batch_file(
+        tmp_path,
+        "rate.yaml",
+        queries,
+        engine="mojeek",
+        sources=["serp"],
+        serp_max_pages=3,
+        strategy="fixed",
+    )
+
+    result = run_batch(path, nodes, settings, "--concurrency", "3")
+
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    times = sorted(request["time"] for request in simulator.requests("mojeek"))
+    assert len(times) == 27
+    closest = min(later - earlier for earlier, later in pairwise(times))
+    assert closest >= 0.095, f"two requests {closest * 1000:.0f} ms apart across nodes"
+    assert_jobs_logged_no_error(nodes)
+
+
+def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
+    nodes, start_simulator, tmp_path, backend_settings, cluster_config
+):
+    def short_captcha_cooldown(policy: dict[str, Any]) -> None:
+        policy["breaker"]["cooldown_s"]["captcha"] = 8
+
+    config = str(cluster_config(short_captcha_cooldown))
+    blocking = start_simulator("--captcha-at", "duckduckgo:2")
+    settings = {**backend_settings, "LYRA_SIMULATOR_URL": blocking.url, "LYRA_CONFIG_DIR": config}
+    first = batch_file(
+        tmp_path,
+        "captcha.yaml",
+        ["tundra"],
+        engine="duckduckgo",
+        sources=["serp"],
+        serp_max_pages=3,
+        strategy="fixed",
+    )
+    run_batch(first, nodes[:1], settings)
+    assert len(blocking.requests("duckduckgo")) == 2, "the CAPTCHA came on page 2"
+    opened_at = time.time()
+
+    refused = batch_file(
+        tmp_path, "refused.yaml", ["taiga", "steppe"], engine="duckduckgo", sources=["serp"]
+    )
+    run_batch(refused, nodes[1:], settings)
+    assert len(blocking.requests("duckduckgo")) == 2, "other nodes sent nothing while open"
+    assert time.time() < opened_at + 8, "the second batch outlasted the cool-down: lengthen it"
+
+    time.sleep(max(0.0, opened_at + 8.5 - time.time()))
+    slow = start_simulator("--slow-at", "duckduckgo:1:1500")
+    after = batch_file(
+        tmp_path,
+        "after.yaml",
+        ["prairie", "savanna"],
+        engine="duckduckgo",
+        sources=["serp"],
+        serp_max_pages=1,
+    )
+    run_batch(after, nodes[1:], {**settings, "LYRA_SIMULATOR_URL": slow.url}, "--concurrency", "1")
+    assert len(slow.requests("duckduckgo")) == 1, "exactly one half-open trial across nodes"
+
+
+def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(
+    nodes, simulator, tmp_path, backend_settings, cluster_config
+):
+    def paced(policy: dict[str, Any]) -> None:
+        for engine in ("mojeek", "duckduckgo", "startpage"):
+            policy["engines"][engine].update(daily_limit=None, qps=3)
+
+    settings = {
+        **backend_settings,
+        "LYRA_SIMULATOR_URL": simulator.url,
+        "LYRA_CONFIG_DIR": str(cluster_config(paced)),
+    }
+    engines = ("mojeek", "duckduckgo", "startpage")
+    queries = [{"query": f"peatland {n}", "engine": engines[n % 3]} for n in range(12)]
+    path = batch_file(
+        tmp_path, "kill.yaml", queries, sources=["serp"], serp_max_pages=3, strategy="fixed"
+    )
+
+    batch = run_batch(path, nodes, settings, "--concurrency", "2", wait=False)
+    victim = _running_job_pid(nodes[0], batch)
+    while len(simulator.requests()) < 6:
+        time.sleep(0.1)
+    os.kill(victim, signal.SIGKILL)
+    stdout, stderr = batch.communicate(timeout=JOB_TIMEOUT_S + 60)
+
+    assert batch.returncode == 0, stdout + stderr[-3000:] + job_logs(nodes)
+    entries, pages = read_store(settings, entries_and_pages)
+    assert [entry.state for entry in entries] == ["done"] * 12
+    for position, stored in pages.items():
+        numbers = [page.page_number for page in stored]
+        assert sorted(numbers) == [1, 2, 3], f"entry {position}: pages {numbers}"
+    taken_again = [entry for entry in entries if entry.attempts > 1]
+    assert taken_again, "the killed node held entries: they were taken again"
+
+
+def _running_job_pid(node: ScrapydServer, batch: subprocess.Popen[str]) -> int:
+    """The pid of the batch's job on `node` once it runs."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if batch.poll() is not None:
+            raise AssertionError(f"the batch ended early: {batch.communicate()}")
+        running = requests.get(f"{node.url}/listjobs.json", params={"project": PROJECT}).json()
+        if running["running"]:
+            return int(running["running"][0]["pid"])
+        time.sleep(0.2)
+    raise AssertionError(f"no job ran on {node.url}")
