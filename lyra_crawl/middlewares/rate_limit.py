@@ -69,6 +69,9 @@ class RateLimitMiddleware(EngineMiddleware):
         if state is None or state.lease is None:
             return
         token, state.lease = state.lease, None
-        await self.session.coordinator.release_rate_slot(
-            state.engine, token, self._interval(state.engine)
+        await self.record_answer(
+            state.engine,
+            self.session.coordinator.release_rate_slot(
+                state.engine, token, self._interval(state.engine)
+            ),
         )
