@@ -340,8 +340,8 @@ def test_an_unknown_scheme_is_one_clear_error_without_the_password():
     assert "sqlite:///" in str(raised.value)
 
 
-def test_an_unknown_coordination_scheme_names_the_schemes_it_takes():
-    urls = BackendUrls("sqlite:///x", "memcached://:s3cret@cache.example/0")
+def test_an_unknown_coordination_scheme_names_the_schemes_it_takes(tmp_path):
+    urls = BackendUrls(sqlite_url(tmp_path / "x.sqlite3"), "memcached://:s3cret@cache.example/0")
     with pytest.raises(BackendError) as raised:
         in_own_loop(open_backends(urls))
     message = str(raised.value)
