@@ -39,8 +39,6 @@ class RedisServer:
 
     def start(self) -> None:
         """Start redis-server on this port and wait until it answers."""
-        if not Path(REDIS_SERVER).is_file():
-            pytest.skip(f"{REDIS_SERVER} not found: `make servers` installs Debian's redis-server")
         self.folder.mkdir(parents=True, exist_ok=True)
         log = self.folder / "redis.log"
         self.process = subprocess.Popen(
@@ -90,6 +88,8 @@ def running_redis(folder: Path) -> Iterator[RedisServer]:
 
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    if not Path(REDIS_SERVER).is_file():
+        pytest.skip(f"{REDIS_SERVER} not found: `make servers` installs Debian's redis-server")
     with running_redis(tmp_path_factory.mktemp("redis")) as server:
         yield server
 
