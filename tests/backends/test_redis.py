@@ -32,7 +32,17 @@ def test_a_wrong_password_is_one_clear_error_without_it(tmp_path, redis_server: 
         f"LYRA_COORDINATION_URL redis://:***@127.0.0.1:{redis_server.port}/0 refused the "
         "credentials (invalid username-password pair"
     )
-    assert message.endswith(": fix the user and password")
+    assert message.endswith(": fix them")
+
+
+def test_a_malformed_url_is_one_clear_error_without_the_password(tmp_path):
+    url = f"redis://:{PASSWORD}@127.0.0.1:notaport/0"
+    with pytest.raises(BackendError) as raised:
+        in_own_loop(open_backends(BackendUrls(sqlite_url(tmp_path / "db.sqlite3"), url)))
+
+    message = str(raised.value)
+    assert PASSWORD not in message
+    assert message.startswith("LYRA_COORDINATION_URL redis://:***@127.0.0.1:notaport/0 is not")
 
 
 def test_each_step_fails_closed_with_a_clear_error_once_redis_is_gone(

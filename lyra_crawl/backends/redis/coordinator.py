@@ -66,27 +66,29 @@ class RedisCoordinator:
     @classmethod
     async def open(cls, url: str) -> RedisCoordinator:
         """Connect to the Redis `url` names and check that it answers (PING)."""
-        client = Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_timeout=TIMEOUT_S,
-            socket_connect_timeout=TIMEOUT_S,
-            retry=RETRY,
-        )
-        coordinator = cls(client, url)
+        try:
+            client = Redis.from_url(
+                url,
+                decode_responses=True,
+                socket_timeout=TIMEOUT_S,
+                socket_connect_timeout=TIMEOUT_S,
+                retry=RETRY,
+            )
+        except ValueError as exc:
+            raise _error(
+                url, f"is not a Redis URL ({exc})", "use redis://[:password@]host:port/db"
+            ) from None
         try:
             await client.ping()
         except AuthenticationError as exc:
             await client.aclose()
-            raise coordinator._error(
-                exc, "refused the credentials", "fix the user and password"
-            ) from exc
+            raise _error(url, f"refused the credentials ({_reason(exc)})", "fix them") from exc
         except RedisError as exc:
             await client.aclose()
-            raise coordinator._error(
-                exc, "is unreachable", "start Redis there or fix the URL"
+            raise _error(
+                url, f"is unreachable ({_reason(exc)})", "start Redis there or fix the URL"
             ) from exc
-        return coordinator
+        return cls(client, url)
 
     @property
     def url(self) -> str:
@@ -193,17 +195,19 @@ class RedisCoordinator:
         try:
             return await call
         except RedisError as exc:
-            raise self._error(
-                exc,
-                "failed",
+            raise _error(
+                self._raw_url,
+                f"failed ({_reason(exc)})",
                 "no request goes out until it answers; restart Redis or fix the URL, then "
                 "crawl again with -a resume=true",
             ) from exc
 
-    def _error(self, exc: RedisError, what: str, fix: str) -> BackendError:
-        message = f"{SETTING} {self.url} {what} ({_reason(exc)}): {fix}"
-        password = _password(self._raw_url)
-        return BackendError(message.replace(password, "***") if password else message)
+
+def _error(url: str, what: str, fix: str) -> BackendError:
+    """The Redis at `url` `what`, and the fix; the password never shows, even in a cause."""
+    message = f"{SETTING} {redact_url(url)} {what}: {fix}"
+    password = _password(url)
+    return BackendError(message.replace(password, "***") if password else message)
 
 
 def _key(kind: str, name: str) -> str:
