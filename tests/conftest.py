@@ -1,4 +1,5 @@
-"""Shared fixtures: the simulator over loopback HTTP, in-process crawls, real SQLite files."""
+"""Shared fixtures: the simulator over loopback HTTP, in-process crawls, real SQLite files, and
+real database servers (tests/servers)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.spiders.serp import SerpSpider
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
+
+pytest_plugins = ["tests.servers.redis"]
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,9 +172,16 @@ def start_scrapy(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def with_store(db_path: Path, work: Callable[[Backends], Awaitable[T]]) -> T:
-    """`work(backends)` on the SQLite file `db_path`, from a synchronous test."""
-    return in_own_loop(with_backends({"LYRA_DB_PATH": str(db_path)}, work))
+def with_store(
+    db_path: Path,
+    work: Callable[[Backends], Awaitable[T]],
+    *,
+    coordination_url: str | None = None,
+) -> T:
+    """`work(backends)` on the SQLite file `db_path` (and the coordinator `coordination_url`
+    names, else that same file), from a synchronous test."""
+    settings = {"LYRA_DB_PATH": str(db_path), "LYRA_COORDINATION_URL": coordination_url}
+    return in_own_loop(with_backends(settings, work))
 
 
 def in_own_loop(work: Coroutine[Any, Any, T]) -> T:

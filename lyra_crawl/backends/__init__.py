@@ -26,6 +26,7 @@ T = TypeVar("T")
 
 DEFAULT_DB_URL = "sqlite:///data/lyra.sqlite3"
 SQLITE_PREFIX = "sqlite:///"
+REDIS_SCHEMES = ("redis://", "rediss://")
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,14 @@ class _Opener:
     async def coordinator(self, url: str) -> Coordinator:
         if url.startswith(SQLITE_PREFIX):
             return SqliteCoordinator(await self._sqlite_database(url, "LYRA_COORDINATION_URL"))
-        raise _unknown(url, "LYRA_COORDINATION_URL")
+        if url.startswith(REDIS_SCHEMES):
+            # Imported here: crawls on SQLite alone never load redis-py.
+            from lyra_crawl.backends.redis import RedisCoordinator
+
+            coordinator = await RedisCoordinator.open(url)
+            self.opened.append(coordinator)
+            return coordinator
+        raise _unknown(url, "LYRA_COORDINATION_URL", ", or redis://[:password@]host:port/db")
 
     async def _sqlite_database(self, url: str, setting: str) -> SqliteDatabase:
         path = sqlite_path(url)
@@ -145,10 +153,11 @@ class _Opener:
             await connection.close()
 
 
-def _unknown(url: str, setting: str) -> BackendError:
+def _unknown(url: str, setting: str, others: str = "") -> BackendError:
+    """`others`: the schemes `setting` takes besides SQLite's, as the message lists them."""
     return BackendError(
         f"{setting} {redact_url(url)!r} is not a backend lyra knows: use sqlite:///path "
-        "(relative) or sqlite:////absolute/path (postgresql:// and redis:// come with issue 14)"
+        f"(relative) or sqlite:////absolute/path{others}"
     )
 
 

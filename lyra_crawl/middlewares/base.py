@@ -8,12 +8,14 @@ engine engines.yaml does not list, pass through untouched.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import ClassVar, Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 
+from lyra_crawl.backends.records import BackendError
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.request_state import RequestState, request_state
 
@@ -52,6 +54,18 @@ class EngineMiddleware:
 
     def count(self, engine: str, event: str, value: float = 1) -> None:
         self.stats.inc_value(f"lyra/{engine}/{event}", value)
+
+    async def record_answer(self, engine: str, step: Awaitable[None]) -> None:
+        """Run `step`, which records an answer (or error) of `engine` in the Coordinator.
+
+        The request went out with its reservation and slot: if the backend fails now, the
+        answer is kept all the same, and the crawl stops, since no request may go out without
+        the backend.
+        """
+        try:
+            await step
+        except BackendError as exc:
+            self.session.backend_failed(exc, f"the answer {engine} gave is kept")
 
     def refuse(self, engine: str, stop_reason: str, message: str) -> RequestRefused:
         self.count(engine, f"refused/{stop_reason}")

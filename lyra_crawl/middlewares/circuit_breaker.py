@@ -21,9 +21,11 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 
+from lyra_crawl.backends.records import BackendError
 from lyra_crawl.middlewares.base import EngineMiddleware
 from lyra_crawl.politeness.breaker import NETWORK
 from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.request_state import RequestState
 
 logger = logging.getLogger(__name__)
 
@@ -63,28 +65,35 @@ class CircuitBreakerMiddleware(EngineMiddleware):
         if state is None:
             return response
         trial, state.trial = state.trial, False
-        verdict = state.verdict
+        await self.record_answer(state.engine, self._record(state, response, trial))
+        return response
+
+    async def _record(self, state: RequestState, response: Response, trial: bool) -> None:
+        """The answer's verdict on the breaker: a failure (block page, 5xx) or a success."""
+        engine, verdict = state.engine, state.verdict
         if verdict is not None and verdict.blocked:
             await trip_breaker(
                 self.session,
-                state.engine,
+                engine,
                 verdict.outcome.value,
                 retry_after=retry_after_s(response),
                 trial=trial,
             )
         elif response.status >= 500:
-            await trip_breaker(self.session, state.engine, NETWORK, trial=trial)
+            await trip_breaker(self.session, engine, NETWORK, trial=trial)
         else:
-            await self.session.coordinator.breaker_success(state.engine, trial=trial)
+            await self.session.coordinator.breaker_success(engine, trial=trial)
             if trial:
-                logger.info("%s: trial request succeeded, breaker closed", state.engine)
-        return response
+                logger.info("%s: trial request succeeded, breaker closed", engine)
 
     async def process_exception(self, request: Request, exception: Exception) -> Any:
         state = self.state_of(request)
-        if state is not None and not isinstance(exception, IgnoreRequest):
+        # A refusal, or a backend failure before the request went out: not the engine's doing.
+        if state is not None and not isinstance(exception, (IgnoreRequest, BackendError)):
             trial, state.trial = state.trial, False
-            await trip_breaker(self.session, state.engine, NETWORK, trial=trial)
+            await self.record_answer(
+                state.engine, trip_breaker(self.session, state.engine, NETWORK, trial=trial)
+            )
         return None
 
 

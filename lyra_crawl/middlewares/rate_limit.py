@@ -88,4 +88,6 @@ class RateLimitMiddleware(EngineMiddleware):
         token, state.lease = state.lease, None
         interval = self._interval(state.engine)
         self._free_at[state.engine] = asyncio.get_running_loop().time() + interval
-        await self.session.coordinator.release_rate_slot(state.engine, token, interval)
+        await self.record_answer(
+            state.engine, self.session.coordinator.release_rate_slot(state.engine, token, interval)
+        )

@@ -54,7 +54,8 @@ class StopReason(str, Enum):
     BLOCKED = "blocked"
     ERROR = "error"
     QUOTA = "quota"
-    # The crawl closed before the source finished (Ctrl-C, a storage failure, a shutdown).
+    # The crawl closed before the source finished (Ctrl-C, a shutdown); a backend failure that
+    # closes it stops the unfinished sources with ERROR.
     CANCELLED = "cancelled"
 
 

@@ -56,7 +56,11 @@ class CrawlSession:
         self._backend_urls = urls_from_settings(settings)
         self._backends: Backends | None = None
         self.queries: dict[int, QuerySession] = {}
+        # The first backend failure, which closes the crawl; and whether the store itself
+        # failed (then nothing more is written) or only the Coordinator (then what was fetched
+        # is still stored and the queries closed).
         self.storage_failure: BackendError | None = None
+        self._store_failed = False
         self._room = asyncio.Condition()
         self._waiting = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -162,7 +166,10 @@ class CrawlSession:
         for page in session.take_completed_pages():
             await self._store_page(page)
         if session.done:
-            await self._close(session, "finished")
+            # Cut short by a backend failure: left to `resume=true`.
+            await self._close(
+                session, "finished" if self.storage_failure is None else "interrupted"
+            )
 
     def settle_later(self, session: QuerySession) -> None:
         """`settle` from a place that cannot await (an errback)."""
@@ -180,11 +187,12 @@ class CrawlSession:
             logger.error("lyra background work failed", exc_info=task.exception())
 
     async def _store_page(self, page: CompletedPage) -> None:
-        if self.storage_failure is not None:
+        if self._store_failed:
             return  # closing: nothing more can be written
         try:
             await self.store.store_page(page.record, page.items)
         except BackendError as exc:
+            self._store_failed = True
             record = page.record
             self.backend_failed(
                 exc,
@@ -211,7 +219,7 @@ class CrawlSession:
         try:
             for page in session.take_completed_pages():
                 await self._store_page(page)
-            if self.storage_failure is None:
+            if not self._store_failed:
                 await close_query(self, session, status)
         finally:
             self.queries.pop(session.query_id, None)
@@ -247,8 +255,9 @@ class CrawlSession:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         status = "finished" if reason == "finished" else "interrupted"
+        failure = str(self.storage_failure) if self.storage_failure is not None else None
         for session in list(self.queries.values()):
-            session.cancel_unfinished()
+            session.cancel_unfinished(failure)
             session.ledger.flush_all()
             await self._close(session, status)
         if self._backends is not None:

@@ -105,8 +105,12 @@ class QuerySession:
             and not self._completed
         )
 
-    def cancel_unfinished(self) -> None:
-        """The crawl closes: sources still paging stop as cancelled."""
+    def cancel_unfinished(self, failure: str | None = None) -> None:
+        """The crawl closes: sources still paging stop as cancelled, or on the `failure` of a
+        backend that closed it (reason `error`)."""
         for source in self.sources:
             if source not in self.stop_reasons:
-                self.stop(source, StopReason.CANCELLED, "the crawl closed before this source")
+                if failure is None:
+                    self.stop(source, StopReason.CANCELLED, "the crawl closed before this source")
+                else:
+                    self.stop(source, StopReason.ERROR, failure)

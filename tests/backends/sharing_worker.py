@@ -1,9 +1,11 @@
-"""One process of the sharing tests (test_coordination.py): opens the backends on a SQLite file,
-says `ready`, waits for `go` on stdin so every process starts together, does its part and prints
+"""One process of the sharing tests (test_coordination.py): opens the backends on a SQLite file
+(coordinated through the LYRA_COORDINATION_URL of its environment, else that file), says
+`ready`, waits for `go` on stdin so every process starts together, does its part and prints
 what it got as one JSON line.
 
     python -m tests.backends.sharing_worker DB_PATH quota ENGINE DAY LIMIT TRIES
     python -m tests.backends.sharing_worker DB_PATH rate ENGINE GRANTS INTERVAL_S HOLD_S
+    python -m tests.backends.sharing_worker DB_PATH admit ENGINE TRIES
     python -m tests.backends.sharing_worker DB_PATH take BATCH_ID LIMIT
 """
 
@@ -46,6 +48,22 @@ async def hold_slot(
     return held
 
 
+async def admit(backends: Backends, engine: str, tries: str) -> int:
+    """How many of `tries` requests, asking at once, the breaker admitted as its trial."""
+    coordinator = backends.coordinator
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    # Read at once first, so a network client has a connection ready for each request: the
+    # admissions below then race for real instead of queueing for connections.
+    await asyncio.gather(*(coordinator.breaker_health(engine) for _ in range(int(tries))))
+    admissions = await asyncio.gather(
+        *(
+            coordinator.breaker_admit(engine, owner=owner, trial_lease_s=60)
+            for _ in range(int(tries))
+        )
+    )
+    return sum(admission.trial for admission in admissions)
+
+
 async def take(backends: Backends, batch_id: str, limit: str) -> list[int]:
     """Take entries as a crawl does and mark each done: a process that exits leaving entries
     running is a dead crawl, whose entries the others would rightly take again."""
@@ -59,7 +77,7 @@ async def take(backends: Backends, batch_id: str, limit: str) -> list[int]:
     return taken
 
 
-PARTS = {"quota": reserve, "rate": hold_slot, "take": take}
+PARTS = {"quota": reserve, "rate": hold_slot, "admit": admit, "take": take}
 
 
 async def main(db_path: str, part: str, *args: str) -> Any:
@@ -68,7 +86,11 @@ async def main(db_path: str, part: str, *args: str) -> Any:
         sys.stdin.readline()
         return await PARTS[part](backends, *args)
 
-    return await with_backends({"LYRA_DB_PATH": db_path}, work)
+    settings = {
+        "LYRA_DB_PATH": db_path,
+        "LYRA_COORDINATION_URL": os.environ.get("LYRA_COORDINATION_URL"),
+    }
+    return await with_backends(settings, work)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,18 @@
-"""The SQLite Coordinator on real files: quota, the send slot's lease and spacing, breakers; and
-several processes sharing one file (quota never exceeded, one holder of a slot at a time, batch
-entries handed out once)."""
+"""The Coordinator on each backend, a real SQLite file and a real Redis: quota, the send slot's
+lease and spacing, breakers; and several processes sharing one (quota never exceeded, one holder
+of a slot at a time, one half-open trial), and one SQLite file (batch entries handed out once)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -18,11 +22,18 @@ from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import BreakerState
 from tests.conftest import with_store
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 DAY = "2026-01-01"
 
 
-def test_quota_is_taken_unit_by_unit_up_to_the_daily_limit(tmp_path):
+@pytest.fixture(params=["sqlite", "redis"])
+def coordination_url(request: pytest.FixtureRequest) -> str | None:
+    """The Coordinator under test: the SQLite file itself (None), or a real Redis."""
+    return request.getfixturevalue("redis_url") if request.param == "redis" else None
+
+
+def test_quota_is_taken_unit_by_unit_up_to_the_daily_limit(tmp_path, coordination_url):
     async def work(backends: Backends):
         coordinator = backends.coordinator
         limited = [await coordinator.reserve_quota("mojeek", DAY, 2) for _ in range(3)]
@@ -40,7 +51,7 @@ def test_quota_is_taken_unit_by_unit_up_to_the_daily_limit(tmp_path):
         )
 
     limited, closed, unlimited, used, next_day, used_on, states = with_store(
-        tmp_path / "db.sqlite3", work
+        tmp_path / "db.sqlite3", work, coordination_url=coordination_url
     )
 
     assert limited == [True, True, False]
@@ -51,7 +62,9 @@ def test_quota_is_taken_unit_by_unit_up_to_the_daily_limit(tmp_path):
     assert states == {"mojeek": 2, "bing": 0, "qwant": 4}
 
 
-def test_the_send_slot_is_leased_then_spaced_and_a_stale_token_frees_nothing(tmp_path):
+def test_the_send_slot_is_leased_then_spaced_and_a_stale_token_frees_nothing(
+    tmp_path, coordination_url
+):
     async def work(backends: Backends):
         coordinator = backends.coordinator
         first = await coordinator.claim_rate_slot("mojeek", lease_s=30)
@@ -72,7 +85,7 @@ def test_the_send_slot_is_leased_then_spaced_and_a_stale_token_frees_nothing(tmp
         return first, in_flight, spacing, ran_out, taken_over, still_held, free
 
     first, in_flight, spacing, ran_out, taken_over, still_held, free = with_store(
-        tmp_path / "db.sqlite3", work
+        tmp_path / "db.sqlite3", work, coordination_url=coordination_url
     )
 
     assert first.granted and (first.wait_s, first.held) == (0.0, False)
@@ -83,7 +96,7 @@ def test_the_send_slot_is_leased_then_spaced_and_a_stale_token_frees_nothing(tmp
     assert free.granted
 
 
-def test_the_breaker_opens_admits_one_trial_and_closes_on_its_success(tmp_path):
+def test_the_breaker_opens_admits_one_trial_and_closes_on_its_success(tmp_path, coordination_url):
     blocks_for_a_day = BreakerPolicy(cooldown_s={"captcha": 86400.0})
     no_cooldown = BreakerPolicy(cooldown_s={"captcha": 0.0})
 
@@ -108,7 +121,7 @@ def test_the_breaker_opens_admits_one_trial_and_closes_on_its_success(tmp_path):
         return closed, untouched, tripped, refused, trial, second, half_open, healed
 
     closed, untouched, tripped, refused, trial, second, half_open, healed = with_store(
-        tmp_path / "db.sqlite3", work
+        tmp_path / "db.sqlite3", work, coordination_url=coordination_url
     )
 
     assert closed.allowed and not closed.trial
@@ -122,15 +135,28 @@ def test_the_breaker_opens_admits_one_trial_and_closes_on_its_success(tmp_path):
     assert healed.state is BreakerState.CLOSED and healed.trips == 0
 
 
-# -- several processes on one file -----------------------------------------------------------
+# -- several processes on one backend -------------------------------------------------------
 
 
-def run_together(db_path: Path, *parts: list[str]) -> list:
+@dataclass(frozen=True)
+class Shared:
+    """What the processes share: a SQLite file, and a coordinator (that same file, or a Redis)."""
+
+    db_path: Path
+    coordination_url: str | None = None
+
+    def run(self, work: Callable[[Backends], Awaitable[T]]) -> T:
+        return with_store(self.db_path, work, coordination_url=self.coordination_url)
+
+
+def run_together(shared: Shared, *parts: list[str]) -> list:
     """Start one sharing_worker per part, let them go at once, and return what each printed."""
+    env = {**os.environ, "LYRA_COORDINATION_URL": shared.coordination_url or ""}
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.backends.sharing_worker", str(db_path), *part],
+            [sys.executable, "-m", "tests.backends.sharing_worker", str(shared.db_path), *part],
             cwd=ROOT,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -160,23 +186,29 @@ def run_together(db_path: Path, *parts: list[str]) -> list:
 
 
 @pytest.fixture
-def shared_db(tmp_path) -> Path:
+def shared_db(tmp_path) -> Shared:
     """A database file created beforehand, so the processes race on work, not on the schema."""
-    path = tmp_path / "shared.sqlite3"
-    with_store(path, lambda backends: backends.coordinator.quota_used("mojeek", DAY))
-    return path
+    shared = Shared(tmp_path / "shared.sqlite3")
+    shared.run(lambda backends: backends.coordinator.quota_used("mojeek", DAY))
+    return shared
 
 
-def test_processes_sharing_a_file_never_exceed_the_daily_limit(shared_db):
-    granted = run_together(shared_db, *[["quota", "mojeek", DAY, "25", "20"]] * 4)
+@pytest.fixture
+def shared(shared_db: Shared, coordination_url: str | None) -> Shared:
+    """The shared file, coordinated through itself or through a real Redis."""
+    return Shared(shared_db.db_path, coordination_url)
+
+
+def test_processes_sharing_a_coordinator_never_exceed_the_daily_limit(shared):
+    granted = run_together(shared, *[["quota", "mojeek", DAY, "25", "20"]] * 4)
 
     assert sum(granted) == 25
-    assert with_store(shared_db, lambda b: b.coordinator.quota_used("mojeek", DAY)) == 25
+    assert shared.run(lambda b: b.coordinator.quota_used("mojeek", DAY)) == 25
 
 
-def test_processes_sharing_a_file_hold_the_send_slot_one_at_a_time_and_spaced(shared_db):
+def test_processes_sharing_a_coordinator_hold_the_send_slot_one_at_a_time_and_spaced(shared):
     interval_s = 0.01
-    held = run_together(shared_db, *[["rate", "mojeek", "12", str(interval_s), "0.002"]] * 3)
+    held = run_together(shared, *[["rate", "mojeek", "12", str(interval_s), "0.002"]] * 3)
 
     assert all(len(turns) == 12 for turns in held), "every process got its turns"
     turns = sorted(turn for process in held for turn in process)
@@ -184,6 +216,22 @@ def test_processes_sharing_a_file_hold_the_send_slot_one_at_a_time_and_spaced(sh
         # The next holder claimed at least 1/qps after the previous one released: the leases
         # never overlap, and the spacing runs from the release.
         assert claimed >= released + interval_s
+
+
+def test_processes_sharing_a_coordinator_get_one_half_open_trial_between_them(shared):
+    no_cooldown = BreakerPolicy(cooldown_s={"captcha": 0.0})
+    change = shared.run(
+        lambda b: b.coordinator.breaker_failure(
+            "mojeek", no_cooldown, kind="captcha", trial=False, retry_after_s=None
+        )
+    )
+    assert change.tripped
+
+    trials = run_together(shared, *[["admit", "mojeek", "10"]] * 4)
+
+    assert sum(trials) == 1, "the cool-down is over: exactly one request becomes the trial"
+    health = shared.run(lambda b: b.coordinator.breaker_health("mojeek"))
+    assert health.state is BreakerState.HALF_OPEN
 
 
 def test_processes_taking_batch_entries_never_take_the_same_one(shared_db):
@@ -195,11 +243,11 @@ def test_processes_taking_batch_entries_never_take_the_same_one(shared_db):
         )
         return batch.id, [entry.id for entry in await backends.store.batch_entries(batch.id)]
 
-    batch_id, entry_ids = with_store(shared_db, create)
+    batch_id, entry_ids = shared_db.run(create)
 
     taken = run_together(shared_db, *[["take", str(batch_id), "2"]] * 3)
 
     every = [entry_id for process in taken for entry_id in process]
     assert sorted(every) == sorted(entry_ids), "every entry taken, none twice"
-    entries = with_store(shared_db, lambda b: b.store.batch_entries(batch_id))
+    entries = shared_db.run(lambda b: b.store.batch_entries(batch_id))
     assert {(entry.state, entry.attempts) for entry in entries} == {("done", 1)}

@@ -338,7 +338,16 @@ def test_an_unknown_scheme_is_one_clear_error_without_the_password():
     assert "s3cret" not in str(raised.value)
     assert "LYRA_DB_URL 'mysql://lyra:***@db.example/lyra'" in str(raised.value)
     assert "sqlite:///" in str(raised.value)
-    assert "issue 14" in str(raised.value)
+
+
+def test_an_unknown_coordination_scheme_names_the_schemes_it_takes(tmp_path):
+    urls = BackendUrls(sqlite_url(tmp_path / "x.sqlite3"), "memcached://:s3cret@cache.example/0")
+    with pytest.raises(BackendError) as raised:
+        in_own_loop(open_backends(urls))
+    message = str(raised.value)
+    assert "s3cret" not in message
+    assert "LYRA_COORDINATION_URL 'memcached://:***@cache.example/0'" in message
+    assert "sqlite:///" in message and "redis://" in message
 
 
 @pytest.mark.parametrize(
