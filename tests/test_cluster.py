@@ -25,10 +25,13 @@ import yaml
 from lyra_crawl.backends import Backends, with_backends
 from tests.conftest import ROOT, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
+from tests.servers.redis import PASSWORD
 
 PROJECT = "lyra_crawl"
 NODES = 3
 JOB_TIMEOUT_S = 240
+# Long enough for a batch on two nodes to start and end inside it.
+COOLDOWN_S = 20
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +51,14 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ScrapydServ
             context.__exit__(None, None, None)
 
 
-@pytest.fixture
-def backend_settings(tmp_path: Path) -> dict[str, str]:
-    """The LYRA_* settings naming the store and coordinator every node shares."""
-    return {"LYRA_DB_URL": f"sqlite:///{tmp_path / 'shared.sqlite3'}"}
+@pytest.fixture(params=["sqlite", "redis"])
+def backend_settings(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """The LYRA_* settings naming the store and coordinator every node shares: one SQLite
+    file for both, or the coordination in Redis."""
+    settings = {"LYRA_DB_URL": f"sqlite:///{tmp_path / 'shared.sqlite3'}"}
+    if request.param == "redis":
+        settings["LYRA_COORDINATION_URL"] = request.getfixturevalue("redis_url")
+    return settings
 
 
 @pytest.fixture
@@ -138,6 +145,14 @@ def assert_jobs_logged_no_error(nodes: list[ScrapydServer]) -> None:
     assert " ERROR: " not in logs, logs
 
 
+def assert_no_password_in_logs(nodes: list[ScrapydServer], output: str) -> None:
+    """Neither the command's output, nor Scrapyd's logs, nor a job's log holds a password."""
+    for node in nodes:
+        for log in [node.folder / "scrapyd.log", *node.folder.glob("logs/**/*.log")]:
+            assert PASSWORD not in log.read_text(errors="replace"), f"password in {log}"
+    assert PASSWORD not in output
+
+
 def test_a_daily_limit_holds_across_nodes_and_entries_spread_over_them(
     nodes, simulator, tmp_path, backend_settings, cluster_config
 ):
@@ -192,6 +207,7 @@ def test_a_rate_limit_holds_across_nodes(
     result = run_batch(path, nodes, settings, "--concurrency", "3")
 
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert_no_password_in_logs(nodes, result.stdout + result.stderr)
     times = sorted(request["time"] for request in simulator.requests("mojeek"))
     assert len(times) == 27
     closest = min(later - earlier for earlier, later in pairwise(times))
@@ -203,7 +219,7 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     nodes, start_simulator, tmp_path, backend_settings, cluster_config
 ):
     def short_captcha_cooldown(policy: dict[str, Any]) -> None:
-        policy["breaker"]["cooldown_s"]["captcha"] = 8
+        policy["breaker"]["cooldown_s"]["captcha"] = COOLDOWN_S
 
     config = str(cluster_config(short_captcha_cooldown))
     blocking = start_simulator("--captcha-at", "duckduckgo:2")
@@ -226,9 +242,11 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     )
     run_batch(refused, nodes[1:], settings)
     assert len(blocking.requests("duckduckgo")) == 2, "other nodes sent nothing while open"
-    assert time.time() < opened_at + 8, "the second batch outlasted the cool-down: lengthen it"
+    assert time.time() < opened_at + COOLDOWN_S, (
+        "the second batch outlasted the cool-down: lengthen it"
+    )
 
-    time.sleep(max(0.0, opened_at + 8.5 - time.time()))
+    time.sleep(max(0.0, opened_at + COOLDOWN_S + 0.5 - time.time()))
     slow = start_simulator("--slow-at", "duckduckgo:1:1500")
     after = batch_file(
         tmp_path,
