@@ -28,8 +28,8 @@ from lyra_crawl.backends.records import (
     QueryRecord,
     StoredItem,
 )
+from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
-from lyra_crawl.backends.sqlite.rows import ITEM_COLUMNS
 from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.ledger import PageLedger
 from tests.conftest import in_own_loop, with_store
