@@ -26,6 +26,8 @@ from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.spiders.serp import SerpSpider
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 
+pytest_plugins = ["tests.servers.postgres"]
+
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
 SERP_ONLY = "serp"
