@@ -5,6 +5,7 @@ entries handed out once)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from itertools import pairwise
@@ -125,12 +126,14 @@ def test_the_breaker_opens_admits_one_trial_and_closes_on_its_success(tmp_path):
 # -- several processes on one file -----------------------------------------------------------
 
 
-def run_together(db_path: Path, *parts: list[str]) -> list:
-    """Start one sharing_worker per part, let them go at once, and return what each printed."""
+def run_together(store: Path | str, *parts: list[str], env: dict[str, str] | None = None) -> list:
+    """Start one sharing_worker per part on the store (a SQLite file, or a URL), let them go at
+    once, and return what each printed; `env` over this environment."""
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.backends.sharing_worker", str(db_path), *part],
+            [sys.executable, "-m", "tests.backends.sharing_worker", str(store), *part],
             cwd=ROOT,
+            env={**os.environ, **(env or {})},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
