@@ -162,6 +162,16 @@ def run_together(store: Path | str, *parts: list[str], env: dict[str, str] | Non
                 process.wait()
 
 
+async def numbered_batch(backends: Backends, count: int) -> tuple[int, list[int]]:
+    """A new batch of `count` entries: its id and its entries' ids."""
+    batch = await backends.store.create_batch(
+        source="b.yaml",
+        content_hash="h",
+        entries=[EntrySpec(n, f"q{n}", {"query": f"q{n}"}) for n in range(1, count + 1)],
+    )
+    return batch.id, [entry.id for entry in await backends.store.batch_entries(batch.id)]
+
+
 @pytest.fixture
 def shared_db(tmp_path) -> Path:
     """A database file created beforehand, so the processes race on work, not on the schema."""
@@ -190,15 +200,7 @@ def test_processes_sharing_a_file_hold_the_send_slot_one_at_a_time_and_spaced(sh
 
 
 def test_processes_taking_batch_entries_never_take_the_same_one(shared_db):
-    async def create(backends: Backends):
-        batch = await backends.store.create_batch(
-            source="b.yaml",
-            content_hash="h",
-            entries=[EntrySpec(n, f"q{n}", {"query": f"q{n}"}) for n in range(1, 601)],
-        )
-        return batch.id, [entry.id for entry in await backends.store.batch_entries(batch.id)]
-
-    batch_id, entry_ids = with_store(shared_db, create)
+    batch_id, entry_ids = with_store(shared_db, lambda backends: numbered_batch(backends, 600))
 
     taken = run_together(shared_db, *[["take", str(batch_id), "2"]] * 3)
 

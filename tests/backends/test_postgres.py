@@ -9,8 +9,8 @@ import pytest
 
 from lyra_crawl.backends import Backends, open_backends, redact_url, sqlite_url, urls_from_settings
 from lyra_crawl.backends.postgres.database import SCHEMA_VERSION
-from lyra_crawl.backends.records import BackendError, EntrySpec
-from tests.backends.test_coordination import run_together
+from lyra_crawl.backends.records import BackendError
+from tests.backends.test_coordination import numbered_batch, run_together
 from tests.backends.test_store import postgres_store, record
 from tests.conftest import in_own_loop, run_scrapy, scrapy_env
 from tests.scrapyd_server import free_port
@@ -58,15 +58,7 @@ def test_a_database_of_another_schema_version_is_refused_clearly(postgres_url, t
 def test_processes_taking_batch_entries_never_take_the_same_one(postgres_url, tmp_path):
     store = postgres_store(postgres_url, tmp_path)
 
-    async def create(backends: Backends):
-        batch = await backends.store.create_batch(
-            source="b.yaml",
-            content_hash="h",
-            entries=[EntrySpec(n, f"q{n}", {"query": f"q{n}"}) for n in range(1, 401)],
-        )
-        return batch.id, [entry.id for entry in await backends.store.batch_entries(batch.id)]
-
-    batch_id, entry_ids = store.run(create)
+    batch_id, entry_ids = store.run(lambda backends: numbered_batch(backends, 400))
 
     taken = run_together(
         postgres_url,
