@@ -19,11 +19,13 @@ from tests.backends.test_store import (
 from tests.conftest import run_crawl, scrapy_env, start_scrapy
 from tests.servers.postgres import PASSWORD
 
+# One source: with several, which page is stored first (and so keeps a URL two sources share)
+# depends on timing, on any backend.
 CRAWL = {
     "query": "soil carbon",
     "engine": "mojeek",
-    "serp_max_pages": 2,
-    "sources": "serp,semantic_scholar,openalex",
+    "serp_max_pages": 3,
+    "sources": "serp",
     "strategy": "fixed",
 }
 
@@ -62,12 +64,10 @@ async def test_a_crawl_on_postgresql_stores_what_the_same_crawl_stores_on_sqlite
     )
 
     query = on_postgres["query"]
-    assert query.status == "finished" and query.pages_fetched == 6
-    assert query.stop_reason == dict.fromkeys(
-        ("mojeek", "semantic_scholar", "openalex"), "max_pages"
-    )
-    assert on_postgres["attribution"]["both"] >= 4
-    assert len(on_postgres["items"]) == query.items > 0
+    assert query.status == "finished" and query.pages_fetched == 3
+    assert query.stop_reason == {"mojeek": "max_pages"}
+    assert len(on_postgres["items"]) == query.items == 30
+    assert on_postgres["papers"], "the DOI results became papers"
     for name in ("query", "pages", "items", "papers", "attribution"):
         assert on_postgres[name] == on_sqlite[name], name
 
