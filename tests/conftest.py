@@ -27,7 +27,7 @@ from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.spiders.serp import SerpSpider
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 
-pytest_plugins = ["tests.servers.redis"]
+pytest_plugins = ["tests.servers.postgres", "tests.servers.redis"]
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent

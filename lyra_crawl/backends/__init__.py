@@ -2,9 +2,10 @@
 speaks SQL.
 
 The protocols are in protocols.py, the records they exchange in records.py. `open_backends`
-opens the ResultStore named by LYRA_DB_URL and the Coordinator named by LYRA_COORDINATION_URL
-(default: the same SQLite file; one connection then serves both). LYRA_DB_PATH, a plain file
-path, is the older spelling of LYRA_DB_URL.
+opens the ResultStore named by LYRA_DB_URL (a SQLite file, or PostgreSQL) and the Coordinator
+named by LYRA_COORDINATION_URL (default: the same SQLite file, one connection then serving both;
+with a PostgreSQL store, the default SQLite file). LYRA_DB_PATH, a plain file path, is the older
+spelling of LYRA_DB_URL.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ T = TypeVar("T")
 
 DEFAULT_DB_URL = "sqlite:///data/lyra.sqlite3"
 SQLITE_PREFIX = "sqlite:///"
+POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 REDIS_SCHEMES = ("redis://", "rediss://")
 
 
@@ -62,7 +64,12 @@ def urls_from_settings(settings: Mapping[str, Any] | Any) -> BackendUrls:
             "databases: set only LYRA_DB_URL"
         )
     store = db_url or (sqlite_url(db_path) if db_path else DEFAULT_DB_URL)
-    return BackendUrls(store=store, coordination=settings.get("LYRA_COORDINATION_URL") or store)
+    # PostgreSQL holds results only: coordination then stays in the embedded default file
+    # unless LYRA_COORDINATION_URL names another place.
+    default_coordination = store if store.startswith(SQLITE_PREFIX) else DEFAULT_DB_URL
+    return BackendUrls(
+        store=store, coordination=settings.get("LYRA_COORDINATION_URL") or default_coordination
+    )
 
 
 def _resolved(path: Path | None) -> Path | None:
@@ -122,6 +129,14 @@ class _Opener:
     async def store(self, url: str) -> ResultStore:
         if url.startswith(SQLITE_PREFIX):
             return SqliteStore(await self._sqlite_database(url, "LYRA_DB_URL"))
+        if url.startswith(POSTGRES_PREFIXES):
+            # Imported here: psycopg is loaded only by processes that use PostgreSQL.
+            from lyra_crawl.backends.postgres import PostgresDatabase, PostgresStore
+
+            database = PostgresDatabase(url)
+            await database.open()
+            self.opened.append(database)
+            return PostgresStore(database)
         raise _unknown(url, "LYRA_DB_URL")
 
     async def coordinator(self, url: str) -> Coordinator:
@@ -134,7 +149,7 @@ class _Opener:
             coordinator = await RedisCoordinator.open(url)
             self.opened.append(coordinator)
             return coordinator
-        raise _unknown(url, "LYRA_COORDINATION_URL", ", or redis://[:password@]host:port/db")
+        raise _unknown(url, "LYRA_COORDINATION_URL")
 
     async def _sqlite_database(self, url: str, setting: str) -> SqliteDatabase:
         path = sqlite_path(url)
@@ -153,11 +168,17 @@ class _Opener:
             await connection.close()
 
 
-def _unknown(url: str, setting: str, others: str = "") -> BackendError:
-    """`others`: the schemes `setting` takes besides SQLite's, as the message lists them."""
+_KNOWN_URLS = {
+    "LYRA_DB_URL": "sqlite:///path (relative), sqlite:////absolute/path or "
+    "postgresql://user:password@host:port/database",
+    "LYRA_COORDINATION_URL": "sqlite:///path (relative), sqlite:////absolute/path or "
+    "redis://[:password@]host:port/db",
+}
+
+
+def _unknown(url: str, setting: str) -> BackendError:
     return BackendError(
-        f"{setting} {redact_url(url)!r} is not a backend lyra knows: use sqlite:///path "
-        f"(relative) or sqlite:////absolute/path{others}"
+        f"{setting} {redact_url(url)!r} is not a backend lyra knows: use {_KNOWN_URLS[setting]}"
     )
 
 

@@ -1,12 +1,14 @@
-"""One process of the sharing tests (test_coordination.py): opens the backends on a SQLite file
-(coordinated through the LYRA_COORDINATION_URL of its environment, else that file), says
-`ready`, waits for `go` on stdin so every process starts together, does its part and prints
-what it got as one JSON line.
+"""One process of the sharing tests (test_coordination.py, test_postgres.py): opens the backends
+on a SQLite file or the store a URL names (coordinated through the LYRA_COORDINATION_URL of its
+environment, else that store), says `ready`, waits for `go` on stdin so every process starts
+together, does its part and prints what it got as one JSON line. The `open` part says `ready`
+first and opens the backends after `go`, so the processes race on opening.
 
     python -m tests.backends.sharing_worker DB_PATH quota ENGINE DAY LIMIT TRIES
     python -m tests.backends.sharing_worker DB_PATH rate ENGINE GRANTS INTERVAL_S HOLD_S
     python -m tests.backends.sharing_worker DB_PATH admit ENGINE TRIES
-    python -m tests.backends.sharing_worker DB_PATH take BATCH_ID LIMIT
+    python -m tests.backends.sharing_worker DB_PATH|DB_URL take BATCH_ID LIMIT
+    python -m tests.backends.sharing_worker DB_PATH|DB_URL open
 """
 
 from __future__ import annotations
@@ -80,16 +82,21 @@ async def take(backends: Backends, batch_id: str, limit: str) -> list[int]:
 PARTS = {"quota": reserve, "rate": hold_slot, "admit": admit, "take": take}
 
 
-async def main(db_path: str, part: str, *args: str) -> Any:
+async def main(store: str, part: str, *args: str) -> Any:
+    settings = {
+        ("LYRA_DB_URL" if "://" in store else "LYRA_DB_PATH"): store,
+        "LYRA_COORDINATION_URL": os.environ.get("LYRA_COORDINATION_URL"),
+    }
+    if part == "open":
+        print("ready", flush=True)
+        sys.stdin.readline()
+        return await with_backends(settings, lambda backends: backends.store.query_ids())
+
     async def work(backends: Backends) -> Any:
         print("ready", flush=True)
         sys.stdin.readline()
         return await PARTS[part](backends, *args)
 
-    settings = {
-        "LYRA_DB_PATH": db_path,
-        "LYRA_COORDINATION_URL": os.environ.get("LYRA_COORDINATION_URL"),
-    }
     return await with_backends(settings, work)
 
 

@@ -149,14 +149,19 @@ class Shared:
         return with_store(self.db_path, work, coordination_url=self.coordination_url)
 
 
-def run_together(shared: Shared, *parts: list[str]) -> list:
-    """Start one sharing_worker per part, let them go at once, and return what each printed."""
-    env = {**os.environ, "LYRA_COORDINATION_URL": shared.coordination_url or ""}
+def run_together(
+    store: Shared | Path | str, *parts: list[str], env: dict[str, str] | None = None
+) -> list:
+    """Start one sharing_worker per part on the store (shared backends, a SQLite file, or a URL),
+    let them go at once, and return what each printed; `env` over this environment."""
+    if isinstance(store, Shared):
+        env = {"LYRA_COORDINATION_URL": store.coordination_url or "", **(env or {})}
+        store = store.db_path
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.backends.sharing_worker", str(shared.db_path), *part],
+            [sys.executable, "-m", "tests.backends.sharing_worker", str(store), *part],
             cwd=ROOT,
-            env=env,
+            env={**os.environ, **(env or {})},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -183,6 +188,16 @@ def run_together(shared: Shared, *parts: list[str]) -> list:
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+async def numbered_batch(backends: Backends, count: int) -> tuple[int, list[int]]:
+    """A new batch of `count` entries: its id and its entries' ids."""
+    batch = await backends.store.create_batch(
+        source="b.yaml",
+        content_hash="h",
+        entries=[EntrySpec(n, f"q{n}", {"query": f"q{n}"}) for n in range(1, count + 1)],
+    )
+    return batch.id, [entry.id for entry in await backends.store.batch_entries(batch.id)]
 
 
 @pytest.fixture
@@ -235,15 +250,7 @@ def test_processes_sharing_a_coordinator_get_one_half_open_trial_between_them(sh
 
 
 def test_processes_taking_batch_entries_never_take_the_same_one(shared_db):
-    async def create(backends: Backends):
-        batch = await backends.store.create_batch(
-            source="b.yaml",
-            content_hash="h",
-            entries=[EntrySpec(n, f"q{n}", {"query": f"q{n}"}) for n in range(1, 601)],
-        )
-        return batch.id, [entry.id for entry in await backends.store.batch_entries(batch.id)]
-
-    batch_id, entry_ids = shared_db.run(create)
+    batch_id, entry_ids = shared_db.run(lambda backends: numbered_batch(backends, 600))
 
     taken = run_together(shared_db, *[["take", str(batch_id), "2"]] * 3)
 

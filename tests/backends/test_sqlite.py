@@ -1,15 +1,12 @@
-"""The SQLite backends on real files: WAL, one transaction per page, the worker thread that owns
-the connection, batches under leases, older files upgraded, URLs and clear errors."""
+"""The SQLite backends on real files: WAL, the worker thread that owns the connection, older
+files upgraded, URLs and clear errors. The ResultStore protocol itself is tested on every
+backend in test_store.py."""
 
 from __future__ import annotations
 
 import os
-import socket
 import sqlite3
-import subprocess
-import sys
 import threading
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -23,42 +20,15 @@ from lyra_crawl.backends import (
 )
 from lyra_crawl.backends.records import (
     BackendError,
-    EntrySpec,
     PageRecord,
-    QueryRecord,
-    StoredItem,
 )
+from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
-from lyra_crawl.backends.sqlite.rows import ITEM_COLUMNS
-from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.ledger import PageLedger
+from tests.backends.test_store import record
 from tests.conftest import in_own_loop, with_store
 
 HERE = Path(__file__).parent
-
-
-def record() -> QueryRecord:
-    return QueryRecord(
-        query_text="x",
-        normalized_query="x",
-        engine="mojeek",
-        serp_page=1,
-        serp_max_pages=3,
-        strategy="auto",
-    )
-
-
-def item(query_id: int, rank: int, url: str, **fields: object) -> ResultItem:
-    values: dict = {
-        "query_id": query_id,
-        "source": "mojeek",
-        "rank": rank,
-        "page_number": 1,
-        "position": rank,
-        "normalized_url": url,
-        **fields,
-    }
-    return ResultItem(url, f"t{rank}", **values)
 
 
 def tables(path: Path) -> set[str]:
@@ -93,38 +63,6 @@ def test_database_is_created_in_wal_mode_with_its_folder(tmp_path):
         "batches",
         "batch_entries",
     }
-
-
-def test_a_page_is_stored_whole_or_not_at_all(tmp_path):
-    async def work(backends):
-        store = backends.store
-        query_id = await store.start_query(record())
-        page = PageRecord(
-            query_id=query_id, source="mojeek", page_number=1, outcome="ok", results=2
-        )
-        broken = [item(query_id, 1, "https://a.example/"), item(query_id, 2, "https://b.example/")]
-        broken[1].title = None
-        with pytest.raises(sqlite3.IntegrityError):
-            await store.store_page(page, broken)
-        assert await store.items(query_id) == [] and await store.pages(query_id) == []
-
-        stored = await store.store_page(page, [item(query_id, 1, "https://a.example/")])
-        assert stored == 1 and len(await store.pages(query_id)) == 1
-
-    with_store(tmp_path / "db.sqlite3", work)
-
-
-def test_page_number_is_required(tmp_path):
-    async def work(backends):
-        store = backends.store
-        query_id = await store.start_query(record())
-        page = PageRecord(
-            query_id=query_id, source="mojeek", page_number=1, outcome="ok", results=1
-        )
-        with pytest.raises(sqlite3.IntegrityError):
-            await store.store_page(page, [item(query_id, 1, "https://a.", page_number=None)])
-
-    with_store(tmp_path / "db.sqlite3", work)
 
 
 def test_an_unwritable_path_is_a_clear_error(tmp_path):
@@ -211,33 +149,6 @@ def test_a_file_of_the_previous_release_opens_and_keeps_its_rows(tmp_path):
     assert set(ITEM_COLUMNS) <= items
 
 
-def test_the_item_columns_are_the_stored_items_fields(tmp_path):
-    async def work(backends):
-        store = backends.store
-        query_id = await store.start_query(record())
-        full = item(
-            query_id,
-            1,
-            "https://a.example/",
-            kind="api",
-            doi="10.1/x",
-            authors=("Ada Lovelace", "Charles Babbage"),
-            year=1843,
-            venue="Notes",
-            abstract="On the engine.",
-            source_id="W1",
-            relevance=0.5,
-        )
-        await store.store_page(PageRecord(query_id, "mojeek", 1, "ok", 1), [full])
-        return full, await store.items(query_id)
-
-    written, (stored,) = with_store(tmp_path / "db.sqlite3", work)
-
-    assert tuple(field.name for field in fields(StoredItem)) == ITEM_COLUMNS
-    for field in fields(ResultItem):
-        assert getattr(stored, field.name) == getattr(written, field.name), field.name
-
-
 def test_every_statement_runs_on_the_worker_thread_and_nowhere_else(tmp_path):
     database = SqliteDatabase(tmp_path / "db.sqlite3")
 
@@ -284,38 +195,6 @@ def test_one_connection_serves_both_backends_of_one_file(tmp_path):
     assert open_files(path) == 0
 
 
-def test_batch_entries_are_taken_once_under_a_lease_and_again_when_it_runs_out(tmp_path):
-    async def work(backends):
-        store = backends.store
-        batch = await store.create_batch(
-            source="b.yaml",
-            content_hash="h",
-            entries=[
-                EntrySpec(1, "a", {"query": "a"}),
-                EntrySpec(2, "b", {"query": "b"}),
-                EntrySpec(3, "c", {}, rejected="entry 3: bad"),
-                EntrySpec(4, "d", {"query": "d"}),
-            ],
-        )
-        first = await store.take_entries(batch.id, 2, owner="one", lease_s=60)
-        second = await store.take_entries(batch.id, 5, owner="two", lease_s=0)
-        nothing = await store.take_entries(batch.id, 5, owner="three", lease_s=60)
-        again = await store.take_entries(batch.id, 5, owner="three", lease_s=60)
-        await store.finish_entry(first[0].id, state="done", query_id=None)
-        states = {e.position: e.state for e in await store.batch_entries(batch.id)}
-        return batch, first, second, nothing, again, states
-
-    batch, first, second, nothing, again, states = with_store(tmp_path / "db.sqlite3", work)
-
-    assert batch.entries == 4
-    assert [e.position for e in first] == [1, 2]
-    assert [e.position for e in second] == [4], "rejected entries are never taken"
-    # Entry 4's lease was 0 s: it ran out at once, so the next taker gets it again.
-    assert [e.position for e in nothing] == [4] and nothing[0].attempts == 2
-    assert again == []
-    assert states == {1: "done", 2: "running", 3: "rejected", 4: "running"}
-
-
 def test_urls_come_from_the_settings_with_lyra_db_path_as_an_alias(tmp_path):
     assert urls_from_settings({}) == BackendUrls(
         "sqlite:///data/lyra.sqlite3", "sqlite:///data/lyra.sqlite3"
@@ -329,6 +208,12 @@ def test_urls_come_from_the_settings_with_lyra_db_path_as_an_alias(tmp_path):
     # Both naming one file, however spelled, is no conflict: LYRA_DB_URL is used.
     same = {"LYRA_DB_URL": "sqlite:///data/x", "LYRA_DB_PATH": str(Path("data/x").resolve())}
     assert urls_from_settings(same).store == "sqlite:///data/x"
+    # A PostgreSQL store keeps results only: coordination stays in the default SQLite file.
+    assert urls_from_settings({"LYRA_DB_URL": "postgresql://u@h/db"}) == BackendUrls(
+        "postgresql://u@h/db", "sqlite:///data/lyra.sqlite3"
+    )
+    with pytest.raises(BackendError, match="name different databases"):
+        urls_from_settings({"LYRA_DB_URL": "postgresql://u@h/db", "LYRA_DB_PATH": "b"})
 
 
 def test_an_unknown_scheme_is_one_clear_error_without_the_password():
@@ -338,6 +223,7 @@ def test_an_unknown_scheme_is_one_clear_error_without_the_password():
     assert "s3cret" not in str(raised.value)
     assert "LYRA_DB_URL 'mysql://lyra:***@db.example/lyra'" in str(raised.value)
     assert "sqlite:///" in str(raised.value)
+    assert "postgresql://" in str(raised.value)
 
 
 def test_an_unknown_coordination_scheme_names_the_schemes_it_takes(tmp_path):
@@ -367,25 +253,3 @@ def test_an_unknown_coordination_scheme_names_the_schemes_it_takes(tmp_path):
 )
 def test_redact_url_hides_the_password_and_keeps_the_rest(url, shown):
     assert redact_url(url) == shown
-
-
-def test_a_dead_crawls_entries_are_taken_again_at_once_and_other_owners_wait(tmp_path):
-    host = socket.gethostname()
-    gone = subprocess.Popen([sys.executable, "-c", ""])
-    gone.wait()
-
-    async def work(backends):
-        store = backends.store
-        batch = await store.create_batch(
-            source="b.yaml",
-            content_hash="h",
-            entries=[EntrySpec(1, "a", {"query": "a"}), EntrySpec(2, "b", {"query": "b"})],
-        )
-        await store.take_entries(batch.id, 1, owner=f"{host}:{gone.pid}", lease_s=60)
-        await store.take_entries(batch.id, 1, owner=f"{host}:worker-b", lease_s=60)
-        return await store.take_entries(batch.id, 5, owner=f"{host}:{os.getpid()}", lease_s=60)
-
-    again = with_store(tmp_path / "db.sqlite3", work)
-
-    # Entry 1's crawl is gone: taken again. Entry 2's owner is no pid to check: its lease holds.
-    assert [(entry.position, entry.attempts) for entry in again] == [(1, 2)]

@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from lyra_crawl.backends import rows
 from lyra_crawl.backends.records import BreakerChange, EngineState, RateClaim
-from lyra_crawl.backends.sqlite import rows
-from lyra_crawl.backends.sqlite.database import SqliteBackend, utc_now
+from lyra_crawl.backends.rows import utc_now
+from lyra_crawl.backends.sqlite.database import SqliteBackend
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import (
     Admission,

@@ -13,16 +13,15 @@ and marks `running` queries whose process is gone as interrupted.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lyra_crawl.backends.records import BackendError
+from lyra_crawl.backends.rows import process_alive, utc_now
 from lyra_crawl.backends.sqlite.worker import WorkerThread
 
 T = TypeVar("T")
@@ -30,10 +29,6 @@ T = TypeVar("T")
 SCHEMA_VERSION = 2
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 WORKER_THREAD = "lyra-sqlite"
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class SqliteDatabase:
@@ -168,16 +163,6 @@ class SqliteDatabase:
                     " WHERE id = ? AND status = 'running'",
                     [(utc_now(), query_id) for query_id in dead],
                 )
-
-
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str, str]]:

@@ -12,8 +12,9 @@ import socket
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
+from lyra_crawl.backends import rows
 from lyra_crawl.backends.records import (
     BatchEntry,
     BatchProgress,
@@ -22,7 +23,6 @@ from lyra_crawl.backends.records import (
     DepthRates,
     EntrySpec,
     Intervention,
-    Moments,
     PageRecord,
     QueryRecord,
     RequestBucket,
@@ -32,22 +32,18 @@ from lyra_crawl.backends.records import (
     StoredPaper,
     StoredQuery,
 )
-from lyra_crawl.backends.sqlite import rows
-from lyra_crawl.backends.sqlite.database import SqliteBackend, process_alive, utc_now
+from lyra_crawl.backends.rows import instant, utc_now
+from lyra_crawl.backends.sqlite.database import SqliteBackend
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper
 
 _ITEM_INSERT = (
-    f"INSERT INTO serp_items ({', '.join(rows.ITEM_COLUMNS)}, engine)"
-    f" VALUES ({', '.join('?' for _ in rows.ITEM_COLUMNS)}, ?)"
+    f"INSERT INTO serp_items ({', '.join(rows.ITEM_INSERT_COLUMNS)}, fetched_at)"
+    f" VALUES ({', '.join('?' for _ in rows.ITEM_INSERT_COLUMNS)}, ?)"
     # Only a URL already stored for the query is skipped (a resumed crawl); any other
     # constraint (a missing page number, title) fails the whole page.
     " ON CONFLICT (query_id, normalized_url) DO NOTHING"
 )
-
-
-def _instant(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
 class SqliteStore(SqliteBackend):
@@ -227,7 +223,7 @@ class SqliteStore(SqliteBackend):
 
     async def store_page(self, page: PageRecord, items: Sequence[ResultItem]) -> int:
         fetched_at = utc_now()
-        values = [rows.item_row(item, fetched_at) for item in items]
+        values = [(*rows.item_row(item), fetched_at) for item in items]
 
         def store(conn: sqlite3.Connection) -> int:
             before = conn.total_changes
@@ -373,7 +369,7 @@ class SqliteStore(SqliteBackend):
             lambda conn: conn.execute(
                 "SELECT query_id FROM serp_cache WHERE cache_key = ?"
                 " AND julianday(expires_at) > julianday(?)",
-                (key, _instant(now)),
+                (key, instant(now)),
             ).fetchone()
         )
         return None if row is None else int(row[0])
@@ -385,7 +381,7 @@ class SqliteStore(SqliteBackend):
             lambda conn: conn.execute(
                 "INSERT OR REPLACE INTO serp_cache (cache_key, query_id, created_at, expires_at)"
                 " VALUES (?, ?, ?, ?)",
-                (key, query_id, _instant(created_at), _instant(expires_at)),
+                (key, query_id, instant(created_at), instant(expires_at)),
             )
         )
 
@@ -538,7 +534,7 @@ class SqliteStore(SqliteBackend):
             lambda row: StopReasonCount(*row),
             "SELECT reason.key, reason.value, COUNT(*)"
             f" {_of_batch('json_each(q.stop_reason) AS reason')}"
-            " GROUP BY reason.key, reason.value ORDER BY COUNT(*) DESC, reason.value",
+            " GROUP BY reason.key, reason.value ORDER BY COUNT(*) DESC, reason.value, reason.key",
             (batch_id,),
         )
 
@@ -560,39 +556,21 @@ class SqliteStore(SqliteBackend):
         """Novelty (the stored rate, else items kept / results) and harvest per source and page
         number, as moments over the batch's pages; cache replays left out."""
 
-        def select(conn: sqlite3.Connection) -> list[DepthRates]:
-            found = conn.execute(
-                "SELECT source, page_number, COUNT(*),"
-                " COUNT(novelty), SUM(novelty), SUM(novelty * novelty),"
-                " COUNT(harvest), SUM(harvest), SUM(harvest * harvest)"
-                " FROM (SELECT p.source, p.page_number, p.harvest_rate AS harvest,"
-                "   COALESCE(p.novelty_rate, CAST(p.items_stored AS REAL) / NULLIF(p.results, 0))"
-                f"   AS novelty {_BATCH_PAGES} AND q.cache_hit = 0)"
-                " GROUP BY source, page_number ORDER BY source, page_number",
-                (batch_id,),
-            )
-            return [
-                DepthRates(
-                    source,
-                    page_number,
-                    pages,
-                    Moments(n_novelty, novelty or 0.0, novelty_sq or 0.0),
-                    Moments(n_harvest, harvest or 0.0, harvest_sq or 0.0),
+        return await self._db.read(
+            lambda conn: rows.depth_rates(
+                conn.execute(
+                    "SELECT source, page_number, COUNT(*),"
+                    " COUNT(novelty), SUM(novelty), SUM(novelty * novelty),"
+                    " COUNT(harvest), SUM(harvest), SUM(harvest * harvest)"
+                    " FROM (SELECT p.source, p.page_number, p.harvest_rate AS harvest,"
+                    "   COALESCE(p.novelty_rate,"
+                    "     CAST(p.items_stored AS REAL) / NULLIF(p.results, 0))"
+                    f"   AS novelty {_BATCH_PAGES} AND q.cache_hit = 0)"
+                    " GROUP BY source, page_number ORDER BY source, page_number",
+                    (batch_id,),
                 )
-                for (
-                    source,
-                    page_number,
-                    pages,
-                    n_novelty,
-                    novelty,
-                    novelty_sq,
-                    n_harvest,
-                    harvest,
-                    harvest_sq,
-                ) in found
-            ]
-
-        return await self._db.read(select)
+            )
+        )
 
     async def batch_query_ids(self, batch_id: int) -> list[int]:
         """The batch's queries, in entry order."""
@@ -633,56 +611,25 @@ _BATCH_PAGES = _of_batch("serp_pages AS p ON p.query_id = q.id")
 
 
 def _batch_progress(conn: sqlite3.Connection, batch_id: int) -> BatchProgress:
-    entries: dict[str, int] = {}
-    started: list[str] = []
-    finished: list[str] = []
-    for state, n, first, last in conn.execute(
-        "SELECT state, COUNT(*), MIN(started_at), MAX(finished_at) FROM batch_entries"
-        " WHERE batch_id = ? GROUP BY state",
-        (batch_id,),
-    ):
-        entries[state] = n
-        started += [first] if first else []
-        finished += [last] if last else []
-    cached = conn.execute(
-        "SELECT COUNT(*) FROM batch_entries AS e JOIN queries AS q ON q.id = e.query_id"
-        " WHERE e.batch_id = ? AND e.state = 'done' AND q.batch_entry_id IS NOT e.id",
-        (batch_id,),
-    ).fetchone()[0]
-    requests: dict[str, int] = {}
-    finished_pages: dict[str, int] = {}
-    running_pages: dict[str, int] = {}
-    replayed = items = 0
-    for state, source, cache_hit, pages, stored in conn.execute(
-        f"SELECT e.state, p.source, q.cache_hit, COUNT(*), SUM(p.items_stored) {_BATCH_PAGES}"
-        " GROUP BY e.state, p.source, q.cache_hit",
-        (batch_id,),
-    ):
-        items += stored
-        if cache_hit:
-            replayed += pages
-            continue
-        requests[source] = requests.get(source, 0) + pages
-        if state in ("done", "failed"):
-            finished_pages[source] = finished_pages.get(source, 0) + pages
-        elif state == "running":
-            running_pages[source] = running_pages.get(source, 0) + pages
-    blocks: dict[str, int] = {}
-    for block in _batch_blocks(conn, batch_id):
-        blocks[block.engine] = blocks.get(block.engine, 0) + block.pages
-    return BatchProgress(
-        batch_id=batch_id,
-        entries=entries,
-        cached_entries=cached,
+    return rows.batch_progress(
+        batch_id,
+        entry_states=conn.execute(
+            "SELECT state, COUNT(*), MIN(started_at), MAX(finished_at) FROM batch_entries"
+            " WHERE batch_id = ? GROUP BY state",
+            (batch_id,),
+        ),
+        cached_entries=conn.execute(
+            "SELECT COUNT(*) FROM batch_entries AS e JOIN queries AS q ON q.id = e.query_id"
+            " WHERE e.batch_id = ? AND e.state = 'done' AND q.batch_entry_id IS NOT e.id",
+            (batch_id,),
+        ).fetchone()[0],
+        pages=conn.execute(
+            f"SELECT e.state, p.source, q.cache_hit, COUNT(*), SUM(p.items_stored) {_BATCH_PAGES}"
+            " GROUP BY e.state, p.source, q.cache_hit",
+            (batch_id,),
+        ),
+        blocks=_batch_blocks(conn, batch_id),
         queries=conn.execute(f"SELECT COUNT(*) {_BATCH_QUERIES}", (batch_id,)).fetchone()[0],
-        requests=dict(sorted(requests.items())),
-        replayed_pages=replayed,
-        items=items,
-        blocks=blocks,
-        finished_pages=finished_pages,
-        running_pages=running_pages,
-        started_at=min(started, default=None),
-        finished_at=max(finished, default=None),
     )
 
 
@@ -712,24 +659,19 @@ def _set_entry_state(
 def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
     """End at once the leases of running entries whose crawl, on this host, is gone (killed):
     a resumed batch takes them again without waiting for the lease to run out."""
-    host = f"{socket.gethostname()}:"
     owners = conn.execute(
         "SELECT DISTINCT lease_owner FROM batch_entries WHERE batch_id = ? AND state = 'running'"
         " AND lease_owner LIKE ?",
-        (batch_id, f"{host}%"),
+        (batch_id, f"{socket.gethostname()}:%"),
     ).fetchall()
-    pids = {owner: owner[len(host) :] for (owner,) in owners}
-    # An owner that is not host:pid (another client of the store) is left to its lease.
-    dead = [owner for owner, pid in pids.items() if pid.isdigit() and not process_alive(int(pid))]
     conn.executemany(
         "UPDATE batch_entries SET lease_until = 0 WHERE batch_id = ? AND lease_owner = ?",
-        [(batch_id, owner) for owner in dead],
+        [(batch_id, owner) for owner in rows.dead_lease_owners(owner for (owner,) in owners)],
     )
 
 
 def _upsert_paper(conn: sqlite3.Connection, paper: CanonicalPaper, now: str) -> int:
     """The id of the stored paper sharing an identifier with `paper`, updated; else new."""
-    external_ids = {r.source: r.source_id for r in paper.records if r.source_id}
     row = None
     for column in ("doi", "arxiv_id", "pmid"):
         value = getattr(paper, column)
@@ -752,7 +694,7 @@ def _upsert_paper(conn: sqlite3.Connection, paper: CanonicalPaper, now: str) -> 
                 json.dumps(list(paper.authors)),
                 paper.venue,
                 paper.abstract,
-                json.dumps(external_ids, sort_keys=True),
+                json.dumps(rows.external_ids(paper), sort_keys=True),
                 paper.attribution,
                 json.dumps(sorted(paper.sources)),
                 now,
@@ -760,10 +702,7 @@ def _upsert_paper(conn: sqlite3.Connection, paper: CanonicalPaper, now: str) -> 
             ),
         )
         return int(cursor.lastrowid or 0)
-    sources = sorted(set(json.loads(row["sources"] or "[]")) | set(paper.sources))
-    external = {**json.loads(row["external_ids"] or "{}"), **external_ids}
-    # Two different attributions (api_only and serp_only, or either and both) make both.
-    attribution = paper.attribution if row["attribution"] == paper.attribution else "both"
+    external, sources, attribution = rows.merged_paper_lists(row, paper)
     conn.execute(
         "UPDATE papers SET arxiv_id = COALESCE(arxiv_id, ?), pmid = COALESCE(pmid, ?),"
         " doi = COALESCE(doi, ?), year = COALESCE(year, ?), venue = COALESCE(venue, ?),"

@@ -1,0 +1,751 @@
+"""PostgresStore: the ResultStore on PostgreSQL (lyra_crawl.backends.protocols), one database
+shared by every node of a cluster. Returns exactly what SqliteStore returns for the same calls.
+
+Each method is one transaction on a pooled connection (database.py); a page is stored with its
+items in one, its items' UNIQUE (query_id, normalized_url) skipping a URL already stored, as in
+SQLite. Batch entries are taken with FOR UPDATE SKIP LOCKED under a lease by the server's clock,
+so workers on several machines never take the same entry and a dead worker's entry is taken
+again once its lease runs out.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from lyra_crawl.backends import rows
+from lyra_crawl.backends.postgres.database import Connection, PostgresDatabase
+from lyra_crawl.backends.records import (
+    BatchEntry,
+    BatchProgress,
+    BatchRecord,
+    BlockCount,
+    DepthRates,
+    EntrySpec,
+    Intervention,
+    PageRecord,
+    QueryRecord,
+    RequestBucket,
+    StopReasonCount,
+    StoredItem,
+    StoredPage,
+    StoredPaper,
+    StoredQuery,
+)
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper
+
+# pg_advisory_xact_lock key of paper upserts: "papr" in ASCII.
+PAPERS_LOCK = 0x70617072
+
+_ITEM_INSERT = (
+    f"INSERT INTO serp_items ({', '.join(rows.ITEM_INSERT_COLUMNS)}, fetched_at)"
+    f" VALUES ({', '.join('%s' for _ in rows.ITEM_INSERT_COLUMNS)}, now())"
+    # Only a URL already stored for the query is skipped (a resumed crawl); any other
+    # constraint (a missing page number, title) fails the whole page.
+    " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+
+
+def _utc(moment: datetime) -> datetime:
+    """`moment` as an aware UTC instant (a naive one is local time, as SQLite reads it)."""
+    return moment.astimezone(UTC)
+
+
+def _json(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value)
+
+
+async def _fetch(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()):
+    """Every row `sql` selects, as tuples."""
+    return await (await conn.execute(sql, params)).fetchall()
+
+
+async def _one(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+    """The first column of the one row `sql` returns."""
+    row = await (await conn.execute(sql, params)).fetchone()
+    assert row is not None, sql
+    return row[0]
+
+
+async def _dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()):
+    """Every row `sql` selects (or returns), by column name."""
+    cursor = conn.cursor(row_factory=dict_row)
+    await cursor.execute(sql, params)
+    return await cursor.fetchall()
+
+
+class PostgresStore:
+    def __init__(self, database: PostgresDatabase) -> None:
+        self._db = database
+
+    @property
+    def url(self) -> str:
+        return self._db.url
+
+    async def close(self) -> None:
+        await self._db.close()
+
+    # -- queries ---------------------------------------------------------------------------
+
+    async def start_query(self, record: QueryRecord) -> int:
+        async with self._db.transaction() as conn:
+            query_id = await _one(
+                conn,
+                "INSERT INTO queries (query_text, normalized_query, task_id, engine, sources,"
+                " time_range, region, serp_page, serp_max_pages, strategy, status, selection,"
+                " job_id, batch_entry_id, host, pid, started_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 'running', %s, %s, %s, %s, %s,"
+                " now()) RETURNING id",
+                (
+                    record.query_text,
+                    record.normalized_query,
+                    record.task_id,
+                    record.engine,
+                    record.sources,
+                    record.time_range,
+                    record.region,
+                    record.serp_page,
+                    record.serp_max_pages,
+                    record.strategy,
+                    _json(record.selection),
+                    record.job_id,
+                    record.batch_entry_id,
+                    socket.gethostname(),
+                    os.getpid(),
+                ),
+            )
+            if record.batch_entry_id is not None:
+                await conn.execute(
+                    "UPDATE batch_entries SET query_id = %s, engine = %s WHERE id = %s",
+                    (query_id, record.engine or None, record.batch_entry_id),
+                )
+            return int(query_id)
+
+    async def interrupted_query(
+        self, record: QueryRecord, *, any_engine: bool
+    ) -> StoredQuery | None:
+        return await self._query_where(
+            "status = 'interrupted' AND normalized_query = %s AND (%s OR engine = %s)"
+            " AND sources = %s AND serp_page = %s AND serp_max_pages = %s AND strategy = %s"
+            " AND time_range IS NOT DISTINCT FROM %s AND region IS NOT DISTINCT FROM %s",
+            (
+                record.normalized_query,
+                any_engine,
+                record.engine,
+                record.sources,
+                record.serp_page,
+                record.serp_max_pages,
+                record.strategy,
+                record.time_range,
+                record.region,
+            ),
+        )
+
+    async def _query_where(self, condition: str, params: Sequence[Any]) -> StoredQuery | None:
+        """The latest query meeting `condition`."""
+        found = await self._db.select(
+            rows.stored_query,
+            f"SELECT * FROM queries WHERE {condition} ORDER BY id DESC LIMIT 1",
+            params,
+        )
+        return found[0] if found else None
+
+    async def reopen_query(self, query_id: int) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE queries SET status = 'running', host = %s, pid = %s, finished_at = NULL"
+                " WHERE id = %s",
+                (socket.gethostname(), os.getpid(), query_id),
+            )
+
+    async def finish_query(
+        self,
+        query_id: int,
+        *,
+        status: str,
+        stop_reasons: Mapping[str, str],
+        errors: Mapping[str, str],
+        relevance_threshold: float | None,
+        entry_state: str | None = None,
+    ) -> StoredQuery:
+        """Close the row; pages, items and the harvest rate (share of items whose relevance
+        reaches the threshold) are counted from what was really stored."""
+        async with self._db.transaction() as conn:
+            (row,) = await _dicts(
+                conn,
+                "UPDATE queries SET status = %(status)s, stop_reason = %(stop_reason)s,"
+                " errors = %(errors)s,"
+                " harvest_rate = (SELECT AVG((relevance >= %(threshold)s)::int::float8)"
+                "   FROM serp_items WHERE query_id = %(id)s AND relevance IS NOT NULL),"
+                " pages_fetched = (SELECT COUNT(*) FROM serp_pages WHERE query_id = %(id)s),"
+                " items = (SELECT COUNT(*) FROM serp_items WHERE query_id = %(id)s),"
+                " finished_at = now() WHERE id = %(id)s RETURNING *",
+                {
+                    "status": status,
+                    "stop_reason": Jsonb(dict(stop_reasons)),
+                    "errors": Jsonb(dict(errors)) if errors else None,
+                    "threshold": relevance_threshold,
+                    "id": query_id,
+                },
+            )
+            finished = rows.stored_query(row)
+            assert finished is not None
+            if entry_state is not None and finished.batch_entry_id is not None:
+                await _set_entry_state(conn, finished.batch_entry_id, entry_state, query_id, "")
+            return finished
+
+    async def query(self, query_id: int) -> StoredQuery | None:
+        return await self._query_where("id = %s", (query_id,))
+
+    async def query_ids(self, *, task_id: str | None = None, last: int | None = None) -> list[int]:
+        if task_id is not None:
+            return await self._db.select(
+                lambda row: int(row["id"]),
+                "SELECT id FROM queries WHERE task_id = %s ORDER BY id",
+                (task_id,),
+            )
+        found = await self._db.select(
+            lambda row: int(row["id"]),
+            "SELECT id FROM queries ORDER BY id DESC LIMIT %s",
+            (last or None,),
+        )
+        return sorted(found)
+
+    async def query_for_job(self, job_id: str) -> StoredQuery | None:
+        return await self._query_where("job_id = %s", (job_id,))
+
+    async def task_harvest_rate(self, task_id: str) -> float | None:
+        """Mean harvest rate of the task's earlier queries that recorded one, or None."""
+        value = await self._db.value(
+            "SELECT AVG(harvest_rate) FROM queries WHERE task_id = %s AND harvest_rate IS NOT NULL",
+            (task_id,),
+        )
+        return None if value is None else float(value)
+
+    async def task_engines(self, task_id: str) -> dict[str, int]:
+        async with self._db.transaction() as conn:
+            found = await _fetch(
+                conn,
+                "SELECT engine, COUNT(*) FROM queries WHERE task_id = %s GROUP BY engine",
+                (task_id,),
+            )
+        return {engine: count for engine, count in found}
+
+    async def mark_cache_hit(self, query_id: int, answered_by: int) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE queries SET cache_hit = true, cached_from = %s WHERE id = %s",
+                (answered_by, query_id),
+            )
+
+    # -- pages and items -------------------------------------------------------------------
+
+    async def store_page(self, page: PageRecord, items: Sequence[ResultItem]) -> int:
+        values = [rows.item_row(item, encode_list=Jsonb) for item in items]
+        async with self._db.transaction() as conn:
+            stored = 0
+            if values:
+                cursor = conn.cursor()
+                await cursor.executemany(_ITEM_INSERT, values)
+                stored = cursor.rowcount  # the sum over the rows: those inserted, not skipped
+            await conn.execute(
+                "INSERT INTO serp_pages (query_id, source, page_number, outcome, results,"
+                " items_stored, novelty_rate, harvest_rate, url, fetched_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, now())"
+                " ON CONFLICT (query_id, source, page_number) DO UPDATE SET"
+                " outcome = EXCLUDED.outcome, results = EXCLUDED.results,"
+                " items_stored = EXCLUDED.items_stored, novelty_rate = EXCLUDED.novelty_rate,"
+                " harvest_rate = EXCLUDED.harvest_rate, url = EXCLUDED.url,"
+                " fetched_at = EXCLUDED.fetched_at",
+                (
+                    page.query_id,
+                    page.source,
+                    page.page_number,
+                    page.outcome,
+                    page.results,
+                    stored,
+                    page.novelty_rate,
+                    page.harvest_rate,
+                    page.url,
+                ),
+            )
+            return stored
+
+    async def pages(self, query_id: int) -> list[StoredPage]:
+        return await self._db.select(
+            rows.stored_page,
+            "SELECT * FROM serp_pages WHERE query_id = %s ORDER BY source, page_number",
+            (query_id,),
+        )
+
+    async def items(self, query_id: int) -> list[StoredItem]:
+        return await self._db.select(
+            rows.stored_item,
+            "SELECT * FROM serp_items WHERE query_id = %s ORDER BY source, rank",
+            (query_id,),
+        )
+
+    async def earlier_urls(self, query_id: int) -> set[str]:
+        found = await self._db.select(
+            lambda row: str(row["normalized_url"]),
+            "SELECT DISTINCT i.normalized_url FROM serp_items i"
+            " JOIN queries q ON q.id = i.query_id"
+            " WHERE q.normalized_query ="
+            "   (SELECT normalized_query FROM queries WHERE id = %(id)s)"
+            " AND q.id < %(id)s",
+            {"id": query_id},
+        )
+        return set(found)
+
+    async def repeated_url_count(self, query_id: int) -> int:
+        """Items of this query whose normalized URL an earlier crawl of the same query stored."""
+        return int(
+            await self._db.value(
+                "SELECT COUNT(*) FROM serp_items AS item"
+                " JOIN queries AS this ON this.id = item.query_id"
+                " WHERE item.query_id = %s AND EXISTS ("
+                "   SELECT 1 FROM serp_items AS seen JOIN queries AS earlier"
+                "   ON earlier.id = seen.query_id"
+                "   WHERE seen.normalized_url = item.normalized_url AND earlier.id < this.id"
+                "   AND earlier.normalized_query = this.normalized_query)",
+                (query_id,),
+            )
+        )
+
+    # -- papers ----------------------------------------------------------------------------
+
+    async def save_papers(
+        self,
+        query_id: int,
+        papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
+        fused_ranks: Mapping[str, int],
+        attribution: Mapping[str, int],
+    ) -> None:
+        async with self._db.transaction() as conn:
+            # A paper is found by any of its identifiers, not one unique key: paper upserts run
+            # one at a time across every node, as SQLite's write lock makes them.
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
+            cursor = conn.cursor()
+            for paper, urls in papers:
+                paper_id = await _upsert_paper(conn, paper)
+                await cursor.executemany(
+                    "UPDATE serp_items SET paper_id = %s"
+                    " WHERE query_id = %s AND normalized_url = %s",
+                    [(paper_id, query_id, url) for url in urls],
+                )
+            await cursor.executemany(
+                "UPDATE serp_items SET fused_rank = %s WHERE query_id = %s AND normalized_url = %s",
+                [(rank, query_id, url) for url, rank in fused_ranks.items()],
+            )
+            await conn.execute(
+                "UPDATE queries SET attribution = %s WHERE id = %s",
+                (Jsonb(dict(attribution)), query_id),
+            )
+
+    async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE serp_items AS item SET (paper_id, fused_rank) = ("
+                " SELECT paper_id, fused_rank FROM serp_items AS cached"
+                " WHERE cached.query_id = %s AND cached.normalized_url = item.normalized_url)"
+                " WHERE item.query_id = %s",
+                (from_query_id, to_query_id),
+            )
+            await conn.execute(
+                "UPDATE queries SET attribution ="
+                " (SELECT attribution FROM queries WHERE id = %s) WHERE id = %s",
+                (from_query_id, to_query_id),
+            )
+
+    async def papers_of(self, query_id: int) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper,
+            "SELECT * FROM papers WHERE id IN"
+            " (SELECT paper_id FROM serp_items WHERE query_id = %s) ORDER BY id",
+            (query_id,),
+        )
+
+    async def attribution_counts(self, query_id: int) -> dict[str, int]:
+        async with self._db.transaction() as conn:
+            found = await _fetch(
+                conn,
+                "SELECT paper.attribution, COUNT(DISTINCT paper.id) FROM serp_items AS item"
+                " JOIN papers AS paper ON paper.id = item.paper_id"
+                " WHERE item.query_id = %s GROUP BY paper.attribution",
+                (query_id,),
+            )
+        return {attribution: count for attribution, count in found}
+
+    # -- search-level cache ----------------------------------------------------------------
+
+    async def fresh_cache_entry(self, key: str, now: datetime) -> int | None:
+        value = await self._db.value(
+            "SELECT query_id FROM serp_cache WHERE cache_key = %s AND expires_at > %s",
+            (key, _utc(now)),
+        )
+        return None if value is None else int(value)
+
+    async def store_cache_entry(
+        self, key: str, query_id: int, *, created_at: datetime, expires_at: datetime
+    ) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO serp_cache (cache_key, query_id, created_at, expires_at)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (cache_key) DO UPDATE SET"
+                " query_id = EXCLUDED.query_id, created_at = EXCLUDED.created_at,"
+                " expires_at = EXCLUDED.expires_at",
+                (key, query_id, _utc(created_at), _utc(expires_at)),
+            )
+
+    # -- interventions ---------------------------------------------------------------------
+
+    async def add_intervention(
+        self, *, engine: str, url: str, query_id: int | None, kind: str, detail: str
+    ) -> int:
+        async with self._db.transaction() as conn:
+            return int(
+                await _one(
+                    conn,
+                    "INSERT INTO intervention_queue (engine, url, query_id, kind, detail, status,"
+                    " created_at) VALUES (%s, %s, %s, %s, %s, 'open', now()) RETURNING id",
+                    (engine, url, query_id, kind, detail),
+                )
+            )
+
+    async def open_interventions(self) -> list[Intervention]:
+        return await self._db.select(
+            rows.intervention,
+            "SELECT * FROM intervention_queue WHERE status = 'open' ORDER BY id",
+        )
+
+    async def resolve_intervention(self, intervention_id: int) -> bool:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE intervention_queue SET status = 'resolved', resolved_at = now()"
+                " WHERE id = %s AND status = 'open'",
+                (intervention_id,),
+            )
+            return cursor.rowcount == 1
+
+    # -- batches ---------------------------------------------------------------------------
+
+    async def create_batch(
+        self, *, source: str, content_hash: str, entries: Sequence[EntrySpec]
+    ) -> BatchRecord:
+        async with self._db.transaction() as conn:
+            ((batch_id, created_at),) = await _fetch(
+                conn,
+                "INSERT INTO batches (source, content_hash, created_at) VALUES (%s, %s, now())"
+                " RETURNING id, created_at",
+                (source, content_hash),
+            )
+            await conn.cursor().executemany(
+                "INSERT INTO batch_entries (batch_id, position, query_text, arguments, state,"
+                " detail) VALUES (%s, %s, %s, %s, %s, %s)",
+                [
+                    (
+                        batch_id,
+                        entry.position,
+                        entry.query_text,
+                        Jsonb(dict(entry.arguments)),
+                        "rejected" if entry.rejected else "pending",
+                        entry.rejected,
+                    )
+                    for entry in entries
+                ],
+            )
+        return BatchRecord(batch_id, source, content_hash, created_at, len(entries))
+
+    async def batch(self, batch_id: int) -> BatchRecord | None:
+        return await self._batch_where("b.id = %s", batch_id)
+
+    async def batch_by_hash(self, content_hash: str) -> BatchRecord | None:
+        return await self._batch_where("b.content_hash = %s", content_hash)
+
+    async def _batch_where(self, condition: str, value: object) -> BatchRecord | None:
+        async with self._db.transaction() as conn:
+            found = await _fetch(
+                conn,
+                "SELECT b.id, b.source, b.content_hash, b.created_at,"
+                " (SELECT COUNT(*) FROM batch_entries e WHERE e.batch_id = b.id) AS entries"
+                f" FROM batches b WHERE {condition} ORDER BY b.id DESC LIMIT 1",
+                (value,),
+            )
+        return BatchRecord(*found[0]) if found else None
+
+    async def take_entries(
+        self, batch_id: int, limit: int, *, owner: str, lease_s: float
+    ) -> list[BatchEntry]:
+        async with self._db.transaction() as conn:
+            await _expire_dead_leases(conn, batch_id)
+            # SKIP LOCKED: an entry another worker is taking right now is left to it.
+            ids = [
+                entry_id
+                for (entry_id,) in await _fetch(
+                    conn,
+                    "SELECT id FROM batch_entries WHERE batch_id = %s AND (state = 'pending'"
+                    " OR (state = 'running' AND (lease_until IS NULL"
+                    "   OR lease_until < clock_timestamp())))"
+                    " ORDER BY state = 'running', position LIMIT %s FOR UPDATE SKIP LOCKED",
+                    (batch_id, limit),
+                )
+            ]
+            taken = await _dicts(
+                conn,
+                "UPDATE batch_entries SET state = 'running', attempts = attempts + 1,"
+                " lease_owner = %s, lease_until = clock_timestamp() + make_interval(secs => %s),"
+                " started_at = COALESCE(started_at, now()) WHERE id = ANY(%s) RETURNING *",
+                (owner, lease_s, ids),
+            )
+        by_id = {row["id"]: rows.batch_entry(row) for row in taken}
+        return [by_id[entry_id] for entry_id in ids]
+
+    async def finish_entry(
+        self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""
+    ) -> None:
+        async with self._db.transaction() as conn:
+            await _set_entry_state(conn, entry_id, state, query_id, detail)
+
+    async def renew_entry_leases(
+        self, entry_ids: Sequence[int], *, owner: str, lease_s: float
+    ) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE batch_entries SET lease_until = clock_timestamp()"
+                " + make_interval(secs => %s)"
+                " WHERE id = ANY(%s) AND state = 'running' AND lease_owner = %s",
+                (lease_s, list(entry_ids), owner),
+            )
+
+    async def batch_entries(self, batch_id: int) -> list[BatchEntry]:
+        return await self._db.select(
+            rows.batch_entry,
+            "SELECT * FROM batch_entries WHERE batch_id = %s ORDER BY position",
+            (batch_id,),
+        )
+
+    # -- batch figures: progress display and batch report ----------------------------------
+    # Each is a GROUP BY over the batch's queries, reached through the indexes on
+    # batch_entries (batch_id, ...), queries (batch_entry_id), serp_pages (query_id, ...) and
+    # intervention_queue (query_id).
+
+    async def batch_progress(self, batch_id: int) -> BatchProgress:
+        async with self._db.transaction() as conn:
+            return rows.batch_progress(
+                batch_id,
+                entry_states=await _fetch(
+                    conn,
+                    "SELECT state, COUNT(*), MIN(started_at), MAX(finished_at)"
+                    " FROM batch_entries WHERE batch_id = %s GROUP BY state ORDER BY state",
+                    (batch_id,),
+                ),
+                cached_entries=await _one(
+                    conn,
+                    "SELECT COUNT(*) FROM batch_entries AS e JOIN queries AS q"
+                    " ON q.id = e.query_id WHERE e.batch_id = %s AND e.state = 'done'"
+                    " AND q.batch_entry_id IS DISTINCT FROM e.id",
+                    (batch_id,),
+                ),
+                pages=await _fetch(
+                    conn,
+                    "SELECT e.state, p.source, q.cache_hit, COUNT(*), SUM(p.items_stored)"
+                    f" {_BATCH_PAGES} GROUP BY e.state, p.source, q.cache_hit",
+                    (batch_id,),
+                ),
+                blocks=await _batch_blocks(conn, batch_id),
+                queries=await _one(conn, f"SELECT COUNT(*) {_BATCH_QUERIES}", (batch_id,)),
+            )
+
+    async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]:
+        async with self._db.transaction() as conn:
+            found = await _fetch(
+                conn,
+                "SELECT reason.key, reason.value, COUNT(*)"
+                f" {_of_batch('LATERAL jsonb_each_text(q.stop_reason) AS reason ON true')}"
+                " GROUP BY reason.key, reason.value"
+                ' ORDER BY COUNT(*) DESC, reason.value COLLATE "C", reason.key COLLATE "C"',
+                (batch_id,),
+            )
+        return [StopReasonCount(*row) for row in found]
+
+    async def batch_blocks(self, batch_id: int) -> list[BlockCount]:
+        async with self._db.transaction() as conn:
+            return await _batch_blocks(conn, batch_id)
+
+    async def batch_requests_over_time(self, batch_id: int, bucket_s: int) -> list[RequestBucket]:
+        """Requests per engine in buckets of `bucket_s` seconds, by the time each page was
+        stored (its answer, parsed); cache replays left out."""
+        async with self._db.transaction() as conn:
+            found = await _fetch(
+                conn,
+                "SELECT p.source,"
+                " floor(extract(epoch FROM p.fetched_at))::bigint / %s * %s AS bucket,"
+                f" COUNT(*) {_BATCH_PAGES} AND NOT q.cache_hit"
+                " GROUP BY p.source, bucket ORDER BY bucket, p.source",
+                (bucket_s, bucket_s, batch_id),
+            )
+        return [RequestBucket(*row) for row in found]
+
+    async def batch_depth_rates(self, batch_id: int) -> list[DepthRates]:
+        """Novelty (the stored rate, else items kept / results) and harvest per source and page
+        number, as moments over the batch's pages; cache replays left out."""
+        async with self._db.transaction() as conn:
+            return rows.depth_rates(
+                await _fetch(
+                    conn,
+                    "SELECT source, page_number, COUNT(*),"
+                    " COUNT(novelty), SUM(novelty), SUM(novelty * novelty),"
+                    " COUNT(harvest), SUM(harvest), SUM(harvest * harvest)"
+                    " FROM (SELECT p.source, p.page_number, p.harvest_rate AS harvest,"
+                    "   COALESCE(p.novelty_rate, p.items_stored::float8 / NULLIF(p.results, 0))"
+                    f"   AS novelty {_BATCH_PAGES} AND NOT q.cache_hit) AS page"
+                    " GROUP BY source, page_number ORDER BY source, page_number",
+                    (batch_id,),
+                )
+            )
+
+    async def batch_query_ids(self, batch_id: int) -> list[int]:
+        """The batch's queries, in entry order."""
+        return await self._db.select(
+            lambda row: int(row["id"]),
+            f"SELECT q.id {_BATCH_QUERIES} ORDER BY e.position, q.id",
+            (batch_id,),
+        )
+
+    async def batch_entries_in(
+        self, batch_id: int, states: Sequence[str], *, limit: int
+    ) -> tuple[list[BatchEntry], int]:
+        """The first `limit` entries in one of `states`, by position, and how many there are."""
+        where = "FROM batch_entries WHERE batch_id = %s AND state = ANY(%s)"
+        async with self._db.transaction() as conn:
+            found = await _dicts(
+                conn,
+                f"SELECT * {where} ORDER BY position LIMIT %s",
+                (batch_id, list(states), limit),
+            )
+            total = await _one(conn, f"SELECT COUNT(*) {where}", (batch_id, list(states)))
+        return [rows.batch_entry(row) for row in found], total
+
+
+def _of_batch(*joins: str) -> str:
+    """FROM a batch's queries (the batch id is the first parameter), more tables joined."""
+    joined = "".join(f" JOIN {table}" for table in joins)
+    return (
+        "FROM batch_entries AS e JOIN queries AS q ON q.batch_entry_id = e.id"
+        f"{joined} WHERE e.batch_id = %s"
+    )
+
+
+_BATCH_QUERIES = _of_batch()
+_BATCH_PAGES = _of_batch("serp_pages AS p ON p.query_id = q.id")
+
+
+async def _batch_blocks(conn: Connection, batch_id: int) -> list[BlockCount]:
+    found = await _fetch(
+        conn,
+        "SELECT i.engine, i.kind, COUNT(*)"
+        f" {_of_batch('intervention_queue AS i ON i.query_id = q.id')}"
+        " GROUP BY i.engine, i.kind ORDER BY i.engine, i.kind",
+        (batch_id,),
+    )
+    return [BlockCount(*row) for row in found]
+
+
+async def _set_entry_state(
+    conn: Connection, entry_id: int, state: str, query_id: int | None, detail: str
+) -> None:
+    await conn.execute(
+        "UPDATE batch_entries SET state = %s, query_id = COALESCE(%s, query_id), detail = %s,"
+        " finished_at = CASE WHEN %s THEN now() END, lease_owner = NULL, lease_until = NULL"
+        " WHERE id = %s",
+        (state, query_id, detail, state not in ("pending", "running"), entry_id),
+    )
+
+
+async def _expire_dead_leases(conn: Connection, batch_id: int) -> None:
+    """End at once the leases of running entries whose crawl, on this host, is gone (killed):
+    a resumed batch takes them again without waiting for the lease to run out."""
+    owners = await _fetch(
+        conn,
+        "SELECT DISTINCT lease_owner FROM batch_entries WHERE batch_id = %s"
+        " AND state = 'running' AND lease_owner LIKE %s",
+        (batch_id, f"{socket.gethostname()}:%"),
+    )
+    dead = rows.dead_lease_owners(owner for (owner,) in owners)
+    if dead:
+        await conn.execute(
+            "UPDATE batch_entries SET lease_until = NULL WHERE batch_id = %s"
+            " AND lease_owner = ANY(%s)",
+            (batch_id, dead),
+        )
+
+
+async def _upsert_paper(conn: Connection, paper: CanonicalPaper) -> int:
+    """The id of the stored paper sharing an identifier with `paper`, updated; else new."""
+    row = None
+    for column in ("doi", "arxiv_id", "pmid"):
+        value = getattr(paper, column)
+        if value:
+            found = await _dicts(
+                conn, f"SELECT * FROM papers WHERE {column} = %s ORDER BY id LIMIT 1", (value,)
+            )
+            if found:
+                row = found[0]
+                break
+    if row is None:
+        return int(
+            await _one(
+                conn,
+                "INSERT INTO papers (doi, arxiv_id, pmid, title, normalized_title, year, authors,"
+                " venue, abstract, external_ids, attribution, sources, created_at, updated_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now(), now())"
+                " RETURNING id",
+                (
+                    paper.doi,
+                    paper.arxiv_id,
+                    paper.pmid,
+                    paper.title,
+                    paper.normalized_title,
+                    paper.year,
+                    Jsonb(list(paper.authors)),
+                    paper.venue,
+                    paper.abstract,
+                    Jsonb(rows.external_ids(paper)),
+                    paper.attribution,
+                    Jsonb(sorted(paper.sources)),
+                ),
+            )
+        )
+    external, sources, attribution = rows.merged_paper_lists(row, paper)
+    await conn.execute(
+        "UPDATE papers SET arxiv_id = COALESCE(arxiv_id, %(arxiv_id)s),"
+        " pmid = COALESCE(pmid, %(pmid)s), doi = COALESCE(doi, %(doi)s),"
+        " year = COALESCE(year, %(year)s), venue = COALESCE(venue, %(venue)s),"
+        " abstract = CASE WHEN length(COALESCE(abstract, ''))"
+        "   >= length(COALESCE(%(abstract)s::text, '')) THEN abstract ELSE %(abstract)s END,"
+        " authors = CASE WHEN authors IS NULL OR authors = '[]'::jsonb THEN %(authors)s"
+        "   ELSE authors END,"
+        " external_ids = %(external)s, sources = %(sources)s, attribution = %(attribution)s,"
+        " updated_at = now() WHERE id = %(id)s",
+        {
+            "arxiv_id": paper.arxiv_id,
+            "pmid": paper.pmid,
+            "doi": paper.doi,
+            "year": paper.year,
+            "venue": paper.venue,
+            "abstract": paper.abstract,
+            "authors": Jsonb(list(paper.authors)),
+            "external": Jsonb(external),
+            "sources": Jsonb(sources),
+            "attribution": attribution,
+            "id": row["id"],
+        },
+    )
+    return int(row["id"])

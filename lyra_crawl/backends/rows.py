@@ -1,0 +1,273 @@
+"""What every SQL backend shares: rows to the typed records, the item columns, instants as text,
+dead crawls on this host, a paper's merge with its stored row, a batch's figures from grouped
+rows. No SQL: each backend keeps its own dialect.
+
+A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
+as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
+are derived from StoredItem's fields: a field added to a result reaches the tables through each
+backend's schema alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import fields
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from lyra_crawl.backends.records import (
+    BatchEntry,
+    BatchProgress,
+    BlockCount,
+    DepthRates,
+    Intervention,
+    Moments,
+    StoredItem,
+    StoredPage,
+    StoredPaper,
+    StoredQuery,
+)
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper
+from lyra_crawl.politeness.breaker import BreakerState, Health
+
+
+class Row(Protocol):
+    def __getitem__(self, column: str, /) -> Any: ...
+
+
+ITEM_COLUMNS = tuple(field.name for field in fields(StoredItem))
+# Written by the store (fetched_at) or by the query's close (paper_id, fused_rank).
+ITEM_WRITTEN_BY_STORE = frozenset({"fetched_at", "paper_id", "fused_rank"})
+# What an item's insert names; `engine` is always the item's source. The store adds fetched_at.
+ITEM_INSERT_COLUMNS = (
+    *(column for column in ITEM_COLUMNS if column not in ITEM_WRITTEN_BY_STORE),
+    "engine",
+)
+# Columns holding JSON lists.
+JSON_LIST_COLUMNS = frozenset({"authors"})
+
+
+def instant(moment: datetime) -> str:
+    """The textual form of every timestamp a record carries: UTC, ISO 8601, milliseconds."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def utc_now() -> str:
+    return instant(datetime.now(UTC))
+
+
+def item_row(
+    item: ResultItem, *, encode_list: Callable[[list[Any]], Any] = json.dumps
+) -> tuple[Any, ...]:
+    """One item as the values of ITEM_INSERT_COLUMNS; `encode_list` turns a JSON list column
+    into what the backend's driver writes."""
+    values: list[Any] = []
+    for column in ITEM_INSERT_COLUMNS[:-1]:
+        value = getattr(item, column)
+        values.append(encode_list(list(value)) if column in JSON_LIST_COLUMNS else value)
+    values.append(item.source)
+    return tuple(values)
+
+
+def _json(value: Any, default: Any) -> Any:
+    """A JSON column's value: text is decoded (empty text is `default`), a decoded one kept."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return json.loads(value) if value else default
+    return value
+
+
+def stored_item(row: Row) -> StoredItem:
+    values: dict[str, Any] = {column: row[column] for column in ITEM_COLUMNS}
+    values["authors"] = tuple(_json(row["authors"], []))
+    values["snippet"] = values["snippet"] or ""
+    values["kind"] = values["kind"] or "serp"
+    values["position"] = values["position"] or 0
+    return StoredItem(**values)
+
+
+QUERY_JSON_COLUMNS: Mapping[str, Any] = {
+    "stop_reason": {},
+    "errors": {},
+    "attribution": None,
+    "selection": None,
+}
+
+
+def stored_query(row: Row | None) -> StoredQuery | None:
+    if row is None:
+        return None
+    values = {name: row[name] for name in _field_names(StoredQuery)}
+    for column, default in QUERY_JSON_COLUMNS.items():
+        values[column] = _json(row[column], default)
+    values["cache_hit"] = bool(row["cache_hit"])
+    return StoredQuery(**values)
+
+
+def stored_page(row: Row) -> StoredPage:
+    return StoredPage(**{name: row[name] for name in _field_names(StoredPage)})
+
+
+def stored_paper(row: Row) -> StoredPaper:
+    values = {name: row[name] for name in _field_names(StoredPaper)}
+    values["authors"] = tuple(_json(row["authors"], []))
+    values["external_ids"] = _json(row["external_ids"], {})
+    values["sources"] = tuple(_json(row["sources"], []))
+    return StoredPaper(**values)
+
+
+def intervention(row: Row) -> Intervention:
+    values = {name: row[name] for name in _field_names(Intervention)}
+    values["detail"] = values["detail"] or ""
+    return Intervention(**values)
+
+
+def batch_entry(row: Row) -> BatchEntry:
+    values = {name: row[name] for name in _field_names(BatchEntry)}
+    values["arguments"] = _json(row["arguments"], {})
+    return BatchEntry(**values)
+
+
+def health(engine: str, row: Row | None) -> Health:
+    if row is None:
+        return Health(engine=engine)
+    values = {name: row[name] for name in _field_names(Health)}
+    values["state"] = BreakerState(values["state"])
+    return Health(**values)
+
+
+def _field_names(record: type) -> tuple[str, ...]:
+    return tuple(field.name for field in fields(record))
+
+
+# -- crawls on this host ---------------------------------------------------------------------
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def dead_lease_owners(owners: Iterable[str]) -> list[str]:
+    """The lease owners (host:pid) that are processes of this host no longer running.
+
+    An owner of another host, or that is not host:pid (another client of the store), is left to
+    its lease.
+    """
+    host = f"{socket.gethostname()}:"
+    return [
+        owner
+        for owner in owners
+        if owner.startswith(host)
+        and owner[len(host) :].isdigit()
+        and not process_alive(int(owner[len(host) :]))
+    ]
+
+
+# -- papers ----------------------------------------------------------------------------------
+
+
+def external_ids(paper: CanonicalPaper) -> dict[str, str]:
+    """Each source's own id of the paper."""
+    return {record.source: record.source_id for record in paper.records if record.source_id}
+
+
+def merged_paper_lists(row: Row, paper: CanonicalPaper) -> tuple[dict[str, str], list[str], str]:
+    """The stored paper `row` joined with `paper`: its external ids, sources and attribution."""
+    external = {**_json(row["external_ids"], {}), **external_ids(paper)}
+    sources = sorted(set(_json(row["sources"], [])) | set(paper.sources))
+    # Two different attributions (api_only and serp_only, or either and both) make both.
+    attribution = paper.attribution if row["attribution"] == paper.attribution else "both"
+    return external, sources, attribution
+
+
+# -- batch figures ---------------------------------------------------------------------------
+
+
+def batch_progress(
+    batch_id: int,
+    *,
+    entry_states: Iterable[Sequence[Any]],
+    cached_entries: int,
+    pages: Iterable[Sequence[Any]],
+    blocks: Iterable[BlockCount],
+    queries: int,
+) -> BatchProgress:
+    """A batch's figures from its grouped rows.
+
+    `entry_states`: (state, entries, first started_at, last finished_at) per entry state;
+    `pages`: (entry state, source, cache hit, pages, items stored) per group of pages.
+    """
+    entries: dict[str, int] = {}
+    started: list[str] = []
+    finished: list[str] = []
+    for state, n, first, last in entry_states:
+        entries[state] = n
+        started += [first] if first else []
+        finished += [last] if last else []
+    requests: dict[str, int] = {}
+    finished_pages: dict[str, int] = {}
+    running_pages: dict[str, int] = {}
+    replayed = items = 0
+    for state, source, cache_hit, count, stored in pages:
+        items += stored
+        if cache_hit:
+            replayed += count
+            continue
+        requests[source] = requests.get(source, 0) + count
+        if state in ("done", "failed"):
+            finished_pages[source] = finished_pages.get(source, 0) + count
+        elif state == "running":
+            running_pages[source] = running_pages.get(source, 0) + count
+    blocked: dict[str, int] = {}
+    for block in blocks:
+        blocked[block.engine] = blocked.get(block.engine, 0) + block.pages
+    return BatchProgress(
+        batch_id=batch_id,
+        entries=entries,
+        cached_entries=cached_entries,
+        queries=queries,
+        requests=dict(sorted(requests.items())),
+        replayed_pages=replayed,
+        items=items,
+        blocks=blocked,
+        finished_pages=finished_pages,
+        running_pages=running_pages,
+        started_at=min(started, default=None),
+        finished_at=max(finished, default=None),
+    )
+
+
+def depth_rates(found: Iterable[Sequence[Any]]) -> list[DepthRates]:
+    """DepthRates from rows of (source, page number, pages, then count, sum and sum of squares
+    of novelty, then of harvest)."""
+    return [
+        DepthRates(
+            source,
+            page_number,
+            pages,
+            Moments(n_novelty, novelty or 0.0, novelty_sq or 0.0),
+            Moments(n_harvest, harvest or 0.0, harvest_sq or 0.0),
+        )
+        for (
+            source,
+            page_number,
+            pages,
+            n_novelty,
+            novelty,
+            novelty_sq,
+            n_harvest,
+            harvest,
+            harvest_sq,
+        ) in found
+    ]
