@@ -80,8 +80,11 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], folder: Path) -> N
 
 
 @contextmanager
-def running_scrapyd(folder: Path) -> Iterator[ScrapydServer]:
-    """Start `scrapyd` in `folder` (its own scrapyd.conf there); stop it afterwards."""
+def running_scrapyd(
+    folder: Path, environment: dict[str, str] | None = None
+) -> Iterator[ScrapydServer]:
+    """Start `scrapyd` in `folder` (its own scrapyd.conf there), with `environment` over a clean
+    one (a node's own settings, as a systemd unit gives them); stop it afterwards."""
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
     write_config(folder, port)
@@ -89,7 +92,7 @@ def running_scrapyd(folder: Path) -> Iterator[ScrapydServer]:
     process = subprocess.Popen(
         [sys.executable, "-m", "scrapyd", "--logfile", "scrapyd.log", "--pidfile", ""],
         cwd=folder,
-        env=clean_environment(),
+        env={**clean_environment(), **(environment or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -25,7 +25,7 @@ import yaml
 from lyra_crawl.backends import Backends, with_backends
 from tests.conftest import ROOT, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
-from tests.servers.redis import PASSWORD
+from tests.servers.redis import PASSWORD, RedisServer
 
 PROJECT = "lyra_crawl"
 NODES = 3
@@ -35,11 +35,16 @@ COOLDOWN_S = 20
 
 
 @pytest.fixture(scope="module")
-def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ScrapydServer]]:
-    """Three Scrapyd nodes, each with the project deployed."""
+def nodes(
+    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer
+) -> Iterator[list[ScrapydServer]]:
+    """Three Scrapyd nodes, each with the project deployed. A URL with a password never travels
+    with a job (Scrapyd logs job arguments): each node has the Redis URL in its environment,
+    as a systemd unit would give it; a job's own settings win over it."""
     folder = tmp_path_factory.mktemp("cluster")
     servers: list[ScrapydServer] = []
-    contexts = [running_scrapyd(folder / f"node{n}") for n in range(NODES)]
+    environment = {"LYRA_COORDINATION_URL": redis_server.url}
+    contexts = [running_scrapyd(folder / f"node{n}", environment) for n in range(NODES)]
     try:
         for n, context in enumerate(contexts):
             server = context.__enter__()
@@ -208,6 +213,8 @@ def test_a_rate_limit_holds_across_nodes(
 
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert_no_password_in_logs(nodes, result.stdout + result.stderr)
+    withheld = "note: LYRA_COORDINATION_URL holds a password, so it is not sent with the jobs"
+    assert (withheld in result.stdout) is ("LYRA_COORDINATION_URL" in backend_settings)
     times = sorted(request["time"] for request in simulator.requests("mojeek"))
     assert len(times) == 27
     closest = min(later - earlier for earlier, later in pairwise(times))

@@ -16,7 +16,7 @@ from requests import RequestException
 from scrapyd_client.exceptions import ErrorResponse, MalformedResponse
 from scrapyd_client.pyclient import ScrapydClient
 
-from lyra_crawl.backends import absolute_url
+from lyra_crawl.backends import absolute_url, redact_url, sqlite_path, urls_from_settings
 
 SPIDER = "serp"
 FINISHED = "finished"
@@ -97,23 +97,40 @@ def wait_for_jobs(
         time.sleep(poll_interval)
 
 
-def job_settings(settings: Mapping[str, Any]) -> dict[str, str]:
-    """This run's LYRA_* settings for each job, so jobs write where the batch reads.
+def job_settings(settings: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+    """This run's LYRA_* settings for each job, so jobs write where the batch reads, and the
+    names of the settings left out because they hold a password.
 
-    Paths (names ending in _PATH or _DIR, and SQLite URLs) are made absolute: Scrapyd runs jobs
-    from its own folder. Unset settings are left to the job's own defaults.
+    The backends' URLs are always sent as this run resolved them (so a node's own defaults
+    cannot point its job elsewhere), except a URL with a password: Scrapyd writes every job
+    argument to its log and the job's command line, so such a URL must come from each node's
+    own environment. Paths (names ending in _PATH or _DIR, and SQLite URLs) are made absolute:
+    Scrapyd runs jobs from its own folder. Unset settings are left to the job's own defaults.
     """
-    forwarded = {}
-    for name in settings:
-        value = settings[name]
-        if not name.startswith("LYRA_") or value is None:
+    urls = urls_from_settings(settings)
+    store_file = sqlite_path(urls.store)
+    resolved = {
+        "LYRA_DB_URL": urls.store,
+        # Also the file under its older name: a node whose environment sets LYRA_DB_PATH would
+        # otherwise find two names for two databases.
+        "LYRA_DB_PATH": None if store_file is None else str(store_file),
+        "LYRA_COORDINATION_URL": urls.coordination,
+    }
+    forwarded: dict[str, str] = {}
+    withheld: list[str] = []
+    for name in sorted({*(n for n in settings if n.startswith("LYRA_")), *resolved}):
+        value = resolved[name] if name in resolved else settings.get(name)
+        if value is None:
             continue
         if name.endswith(("_PATH", "_DIR")):
             value = os.path.abspath(value)
         elif name.endswith("_URL"):
+            if redact_url(str(value)) != str(value):
+                withheld.append(name)
+                continue
             value = absolute_url(str(value))
         forwarded[name] = str(value)
-    return forwarded
+    return forwarded, withheld
 
 
 def scrapyd_urls(value: str) -> list[str]:

@@ -161,7 +161,13 @@ class Command(ScrapyCommand):
     def _crawl_on_scrapyd(self, record: BatchRecord, opts: argparse.Namespace) -> None:
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
         spider_args = _spider_args(record, opts)
-        settings = job_settings(self.settings)
+        settings, withheld = job_settings(self.settings)
+        for name in withheld:
+            print(
+                f"note: {name} holds a password, so it is not sent with the jobs (Scrapyd logs "
+                "their arguments): each node's Scrapyd must have it in its environment",
+                flush=True,
+            )
         jobs = [
             schedule_crawl(ScrapydClient(url), project, spider_args, settings)
             for url in scrapyd_urls(opts.scrapyd)
