@@ -91,9 +91,17 @@ DEFAULT_COOLDOWNS_S: Mapping[str, float] = {
 }
 
 
+def _hostname(url: str) -> str | None:
+    """The URL's host; None when it has none or cannot be split (an unclosed "[")."""
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
+
+
 def _engine_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    parts = urlsplit(url) if _hostname(url) else None
+    if parts is None or parts.scheme not in ("http", "https"):
         raise problem(f"must be an absolute http(s) URL (got {url!r})")
     if placeholders(parts.netloc) - HOST_PLACEHOLDERS or placeholders(parts.path + parts.query):
         raise problem(
@@ -227,14 +235,14 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
         raise problem(
             "is missing: next_page form needs the XPath of the next-page form", "next_page_form"
         )
-    host = urlsplit(spec.url).hostname
-    if spec.token_page is not None and urlsplit(spec.token_page).hostname != host:
+    host = _hostname(spec.url)
+    if spec.token_page is not None and _hostname(spec.token_page) != host:
         raise problem(
             f"must be on the engine's host {host} (got {spec.token_page!r})", "token_page"
         )
     if bool(spec.token_page) != bool(spec.token_fields):
         raise problem("and token_fields go together: give both or neither", "token_page")
-    if spec.follow_up is not None and urlsplit(spec.follow_up.url).hostname != host:
+    if spec.follow_up is not None and _hostname(spec.follow_up.url) != host:
         raise problem(
             f"must be on the engine's host {host} (got {spec.follow_up.url!r})",
             "follow_up",
