@@ -42,7 +42,8 @@ def bounded(ok: Callable[[Any], bool], rule: str) -> AfterValidator:
 
     def check(number: float) -> float:
         if not ok(number):
-            raise problem(f"{rule} (got {f'{number:g}' if isinstance(number, float) else number})")
+            shown = f"{number:g}" if isinstance(number, float) else str(number)
+            raise problem(f"{rule} (got {shown})")
         return number
 
     return AfterValidator(check)
