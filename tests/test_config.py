@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from lyra_crawl.config import ConfigError, load_config, parse_config
+from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 PARSERS = (CONFIG_DIR / "search_parsers.yaml").read_text()
@@ -150,6 +151,117 @@ def test_each_mistake_gets_one_clear_message(parsers_edit, policy_edit, message)
     with pytest.raises(ConfigError) as error:
         parse_config(parsers, policy)
     assert message in str(error.value)
+
+
+KNOWN_ENGINES = ", ".join(sorted(yaml.safe_load(PARSERS)["engines"]))
+
+
+@pytest.mark.parametrize(
+    ("parsers_edit", "policy_edit", "message"),
+    [
+        # A wrong type deep inside a list: the whole path, the value, the fix.
+        (
+            lambda d: d["engines"]["bing"]["blocks"][1].update(status=[429, "often"]),
+            None,
+            "search_parsers.yaml: engine 'bing': blocks[1].status[1] must be a whole number "
+            "(got 'often')",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"]["parse"].update(url=[".//h2/a/@href", None]),
+            None,
+            "search_parsers.yaml: engine 'mojeek': parse.url[1] must be a string (got None)",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"]["blocks"][0].update(body_contains="automated"),
+            None,
+            "search_parsers.yaml: engine 'mojeek': blocks[0].body_contains must be a list "
+            "(got 'automated')",
+        ),
+        (
+            lambda d: d["engines"]["pubmed"]["follow_up"].pop("url"),
+            None,
+            "search_parsers.yaml: engine 'pubmed': follow_up.url is missing: add it",
+        ),
+        (
+            lambda d: d["engines"].update(bing=5),
+            None,
+            "search_parsers.yaml: engine 'bing': engine must be a mapping (got int)",
+        ),
+        (
+            None,
+            lambda d: d.update(breaker=[3]),
+            "engines.yaml: breaker must be a mapping (got list)",
+        ),
+        # Strict: true is not a number, a number is not a string, 2.5 is not a whole number.
+        (
+            None,
+            lambda d: d["engines"]["bing"].update(qps=True),
+            "engines.yaml: engine 'bing': qps must be a number (got True)",
+        ),
+        (
+            lambda d: d["engines"]["bing"].update(max_pages=2.5),
+            None,
+            "search_parsers.yaml: engine 'bing': max_pages must be a whole number (got 2.5)",
+        ),
+        (
+            lambda d: d["engines"]["bing"].update(pagination_param=5),
+            None,
+            "search_parsers.yaml: engine 'bing': pagination_param must be a string (got 5)",
+        ),
+        (
+            None,
+            lambda d: d["engines"]["bing"].update(allowed_hours="01:00-06:00"),
+            "engines.yaml: engine 'bing': allowed_hours must be a list (got '01:00-06:00')",
+        ),
+        # Names that must be one of a known set are reported with the known ones.
+        (
+            None,
+            lambda d: d["engines"].update(altavista={"qps": 1.0}),
+            "engines.yaml: engine 'altavista' is not described in search_parsers.yaml: fix the "
+            f"name or add it there (known: {KNOWN_ENGINES})",
+        ),
+        (
+            lambda d: d["engines"]["bing"]["time_range"].update(fortnight="ex1"),
+            None,
+            "search_parsers.yaml: engine 'bing': time_range.fortnight must be one of day, week, "
+            "month, year (got 'fortnight')",
+        ),
+        # A template or URL that cannot be read is named where it stands, never a traceback.
+        (
+            lambda d: d["engines"]["mojeek"]["params"].update(s="{offset"),
+            None,
+            "search_parsers.yaml: engine 'mojeek': params.s is a bad template '{offset' "
+            "(expected '}' before end of string): balance the braces",
+        ),
+        (
+            lambda d: d["engines"]["mojeek"].update(url="https://[mojeek.com/search"),
+            None,
+            "search_parsers.yaml: engine 'mojeek': url must be an absolute http(s) URL "
+            "(got 'https://[mojeek.com/search')",
+        ),
+        (
+            None,
+            lambda d: d["pagination"].update(serp_max_pages=SERP_MAX_PAGES_LIMIT + 1),
+            f"engines.yaml: pagination.serp_max_pages must be 1..{SERP_MAX_PAGES_LIMIT} "
+            f"(got {SERP_MAX_PAGES_LIMIT + 1})",
+        ),
+    ],
+)
+def test_a_message_names_file_engine_full_path_value_and_fix(parsers_edit, policy_edit, message):
+    parsers = edited(PARSERS, parsers_edit) if parsers_edit else PARSERS
+    policy = edited(POLICY, policy_edit) if policy_edit else POLICY
+    with pytest.raises(ConfigError) as error:
+        parse_config(parsers, policy)
+    assert str(error.value) == message
+
+
+def test_keys_the_files_do_not_know_are_left_alone():
+    def notes(doc):
+        doc["notes"] = "kept by hand"
+        doc["engines"]["bing"]["notes"] = ["seen 2026-07"]
+
+    config = parse_config(edited(PARSERS, notes), edited(POLICY, notes))
+    assert config.engine("bing") == load_config().engine("bing")
 
 
 @pytest.mark.parametrize(
