@@ -18,6 +18,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import requests
 import yaml
@@ -25,25 +26,38 @@ import yaml
 from lyra_crawl.backends import Backends, with_backends
 from tests.conftest import ROOT, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
+from tests.servers.postgres import PASSWORD as POSTGRES_PASSWORD
+from tests.servers.postgres import PostgresServer
 from tests.servers.redis import PASSWORD, RedisServer
 
 PROJECT = "lyra_crawl"
 NODES = 3
 JOB_TIMEOUT_S = 240
+CLUSTER_DATABASE = "lyra_cluster"
 # Long enough for a batch on two nodes to start and end inside it.
 COOLDOWN_S = 20
 
 
 @pytest.fixture(scope="module")
+def cluster_database(postgres_server: PostgresServer) -> Iterator[str]:
+    """The PostgreSQL database the nodes' environment names, for the module."""
+    with postgres_server.admin() as admin:
+        admin.execute(f"CREATE DATABASE {CLUSTER_DATABASE} OWNER lyra")
+    yield postgres_server.url(CLUSTER_DATABASE)
+    with postgres_server.admin() as admin:
+        admin.execute(f"DROP DATABASE {CLUSTER_DATABASE} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
 def nodes(
-    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer
+    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer, cluster_database: str
 ) -> Iterator[list[ScrapydServer]]:
     """Three Scrapyd nodes, each with the project deployed. A URL with a password never travels
-    with a job (Scrapyd logs job arguments): each node has the Redis URL in its environment,
-    as a systemd unit would give it; a job's own settings win over it."""
+    with a job (Scrapyd logs job arguments): each node has the PostgreSQL and Redis URLs in its
+    environment, as a systemd unit would give them; a job's own settings win over them."""
     folder = tmp_path_factory.mktemp("cluster")
     servers: list[ScrapydServer] = []
-    environment = {"LYRA_COORDINATION_URL": redis_server.url}
+    environment = {"LYRA_DB_URL": cluster_database, "LYRA_COORDINATION_URL": redis_server.url}
     contexts = [running_scrapyd(folder / f"node{n}", environment) for n in range(NODES)]
     try:
         for n, context in enumerate(contexts):
@@ -56,14 +70,35 @@ def nodes(
             context.__exit__(None, None, None)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
-def backend_settings(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
-    """The LYRA_* settings naming the store and coordinator every node shares: one SQLite
-    file for both, or the coordination in Redis."""
-    settings = {"LYRA_DB_URL": f"sqlite:///{tmp_path / 'shared.sqlite3'}"}
-    if request.param == "redis":
+@pytest.fixture(params=["sqlite", "sqlite+redis", "postgres+redis"])
+def backend_settings(
+    request: pytest.FixtureRequest, tmp_path: Path, cluster_database: str
+) -> dict[str, str]:
+    """The LYRA_* settings naming the store and coordinator every node shares: one SQLite file
+    for both; SQLite and Redis; or PostgreSQL (emptied first) and Redis."""
+    store, _, coordination = request.param.partition("+")
+    if store == "sqlite":
+        settings = {"LYRA_DB_URL": f"sqlite:///{tmp_path / 'shared.sqlite3'}"}
+    else:
+        _empty(cluster_database)
+        settings = {"LYRA_DB_URL": cluster_database}
+    if coordination == "redis":
         settings["LYRA_COORDINATION_URL"] = request.getfixturevalue("redis_url")
     return settings
+
+
+def _empty(database_url: str) -> None:
+    """Every lyra table of the database emptied, ids from 1 again."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        tables = [
+            row[0]
+            for row in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                " AND tablename != 'schema_version'"
+            )
+        ]
+        if tables:
+            conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
 
 
 @pytest.fixture
@@ -154,8 +189,9 @@ def assert_no_password_in_logs(nodes: list[ScrapydServer], output: str) -> None:
     """Neither the command's output, nor Scrapyd's logs, nor a job's log holds a password."""
     for node in nodes:
         for log in [node.folder / "scrapyd.log", *node.folder.glob("logs/**/*.log")]:
-            assert PASSWORD not in log.read_text(errors="replace"), f"password in {log}"
-    assert PASSWORD not in output
+            text = log.read_text(errors="replace")
+            assert PASSWORD not in text and POSTGRES_PASSWORD not in text, f"password in {log}"
+    assert PASSWORD not in output and POSTGRES_PASSWORD not in output
 
 
 def test_a_daily_limit_holds_across_nodes_and_entries_spread_over_them(
@@ -213,8 +249,9 @@ def test_a_rate_limit_holds_across_nodes(
 
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert_no_password_in_logs(nodes, result.stdout + result.stderr)
-    withheld = "note: LYRA_COORDINATION_URL holds a password, so it is not sent with the jobs"
-    assert (withheld in result.stdout) is ("LYRA_COORDINATION_URL" in backend_settings)
+    for name in ("LYRA_DB_URL", "LYRA_COORDINATION_URL"):
+        withheld = f"note: {name} holds a password, so it is not sent with the jobs"
+        assert (withheld in result.stdout) is ("@" in backend_settings.get(name, ""))
     times = sorted(request["time"] for request in simulator.requests("mojeek"))
     assert len(times) == 27
     closest = min(later - earlier for earlier, later in pairwise(times))
