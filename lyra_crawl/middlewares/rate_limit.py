@@ -36,6 +36,11 @@ from scrapy.http import Response
 from lyra_crawl.middlewares.base import EngineMiddleware
 from lyra_crawl.session.crawl import CrawlSession
 
+# Another process holds the slot until its answer comes: look again after 1/qps, then back off
+# (doubling, up to this) so that at high qps waiting processes do not poll the coordinator
+# every millisecond. Engines slower than this many qps are not affected.
+HELD_BACKOFF_CAP_S = 0.05
+
 
 class RateLimitMiddleware(EngineMiddleware):
     enabled_setting = "LYRA_RATE_LIMIT_ENABLED"
@@ -55,14 +60,17 @@ class RateLimitMiddleware(EngineMiddleware):
         known_wait = self._free_at.get(engine, 0.0) - asyncio.get_running_loop().time()
         if known_wait > 0:
             await self._wait(request, engine, known_wait)
+        held_wait = interval
         while True:
             claim = await self.session.coordinator.claim_rate_slot(engine, lease)
             if claim.granted:
                 state.lease = claim.token
                 return
-            await self._wait(
-                request, engine, min(claim.wait_s, interval) if claim.held else claim.wait_s
-            )
+            if not claim.held:
+                await self._wait(request, engine, claim.wait_s)
+                continue
+            await self._wait(request, engine, min(claim.wait_s, held_wait))
+            held_wait = max(interval, min(2 * held_wait, HELD_BACKOFF_CAP_S))
 
     async def _wait(self, request: Request, engine: str, seconds: float) -> None:
         self.count(engine, "rate/waits")

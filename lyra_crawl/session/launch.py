@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 # How long a taken entry stays this crawl's without renewal; renewed every third of it.
 ENTRY_LEASE_S = 300.0
 # How often a crawl with nothing left to take looks for entries whose crawl died.
-ENTRY_POLL_S = 5.0
+ENTRY_POLL_S = 1.0
 
 
 async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQuery]:

@@ -19,6 +19,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -115,6 +116,14 @@ def _wait_until_ready(server: PostgresServer, process: subprocess.Popen[Any]) ->
 def postgres_server() -> Iterator[PostgresServer]:
     """The session's PostgreSQL, with the role `lyra` (password PASSWORD) able to create
     databases; stopped at the end of the session."""
+    with running_postgres() as server:
+        yield server
+
+
+@contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server on a free loopback port in a temporary folder, with the role `lyra`
+    (password PASSWORD) able to create databases; stopped and removed afterwards."""
     binaries = bin_dir()
     # Not under pytest's tmp folder: that one is root's alone, and the server runs as postgres.
     folder = Path(tempfile.mkdtemp(prefix="lyra-postgres-"))
