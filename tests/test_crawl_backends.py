@@ -1,0 +1,220 @@
+"""The core crawl on both backends: one SQLite file for everything, and PostgreSQL for results
+with Redis for coordination. Each test crawls the simulator in this process and reads what the
+crawl left through the protocols, so the same assertions hold on either backend."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import pytest_twisted
+import yaml
+
+from lyra_crawl.backends import Backends, sqlite_url, with_backends
+from lyra_crawl.politeness.breaker import BreakerState
+from lyra_crawl.politeness.quota import utc_date
+from tests.conftest import ROOT, in_own_loop, run_crawl, run_scrapy
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    settings: dict[str, str]
+
+    def run(self, work: Callable[[Backends], Awaitable[T]]) -> T:
+        return in_own_loop(with_backends(self.settings, work))
+
+    async def crawl(self, simulator: Any, tmp_path: Path, settings: dict[str, Any], **args: Any):
+        # LYRA_DB_PATH, which the shared crawl settings set, is emptied: the URLs name the
+        # backends.
+        return await run_crawl(
+            simulator,
+            tmp_path / "unused.sqlite3",
+            {"LYRA_DB_PATH": "", **self.settings, **settings},
+            **args,
+        )
+
+
+@pytest.fixture(params=["sqlite", "postgres+redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    if request.param == "sqlite":
+        return Backend("sqlite", {"LYRA_DB_URL": sqlite_url(tmp_path / "lyra.sqlite3")})
+    return Backend(
+        "postgres+redis",
+        {
+            "LYRA_DB_URL": request.getfixturevalue("postgres_url"),
+            "LYRA_COORDINATION_URL": request.getfixturevalue("redis_url"),
+        },
+    )
+
+
+def config_with(tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> str:
+    folder = tmp_path / "config"
+    folder.mkdir()
+    for source in (ROOT / "config").glob("*.yaml"):
+        (folder / source.name).write_text(source.read_text())
+    policy = yaml.safe_load((folder / "engines.yaml").read_text())
+    edit(policy)
+    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
+    return str(folder)
+
+
+async def queries(backends: Backends) -> list[Any]:
+    store = backends.store
+    return [await store.query(query_id) for query_id in await store.query_ids()]
+
+
+async def last_query_pages_and_items(backends: Backends) -> tuple[Any, list[Any], list[Any]]:
+    store = backends.store
+    query_id = (await store.query_ids())[-1]
+    return await store.query(query_id), await store.pages(query_id), await store.items(query_id)
+
+
+@pytest_twisted.ensureDeferred
+async def test_pages_by_token_are_stored_whole_with_their_page_numbers(
+    backend, simulator, tmp_path
+):
+    await backend.crawl(
+        simulator,
+        tmp_path,
+        {},
+        query="salt marsh",
+        engine="duckduckgo",
+        serp_max_pages=3,
+        strategy="fixed",
+    )
+
+    query, pages, items = backend.run(last_query_pages_and_items)
+    assert (query.status, query.stop_reason) == ("finished", {"duckduckgo": "max_pages"})
+    assert [page.page_number for page in pages] == [1, 2, 3]
+    assert [page.items_stored for page in pages] == [10, 10, 10]
+    assert sorted({item.page_number for item in items}) == [1, 2, 3]
+    assert len({item.normalized_url for item in items}) == len(items) == query.items == 30
+    assert len(simulator.requests("duckduckgo")) == 3
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_captcha_keeps_earlier_pages_and_opens_the_breaker_for_the_next_crawl(
+    backend, start_simulator, tmp_path
+):
+    blocking = start_simulator("--captcha-at", "duckduckgo:3")
+    await backend.crawl(
+        blocking,
+        tmp_path,
+        {},
+        query="kelp forest",
+        engine="duckduckgo",
+        serp_max_pages=5,
+        strategy="fixed",
+    )
+    query, pages, items = backend.run(last_query_pages_and_items)
+    assert [(page.page_number, page.outcome) for page in pages] == [
+        (1, "ok"),
+        (2, "ok"),
+        (3, "captcha"),
+    ]
+    assert sorted({item.page_number for item in items}) == [1, 2]
+    assert query.stop_reason == {"duckduckgo": "blocked"}
+
+    async def politeness(backends: Backends):
+        return (
+            await backends.coordinator.breaker_health("duckduckgo"),
+            await backends.store.open_interventions(),
+        )
+
+    health, interventions = backend.run(politeness)
+    assert health.state is BreakerState.OPEN and health.last_reason == "captcha"
+    assert [(i.engine, i.kind, i.query_id) for i in interventions] == [
+        ("duckduckgo", "captcha", query.id)
+    ]
+
+    await backend.crawl(blocking, tmp_path, {}, query="sea grass", engine="duckduckgo")
+    refused, _, _ = backend.run(last_query_pages_and_items)
+    assert refused.stop_reason == {"duckduckgo": "blocked"}
+    assert len(blocking.requests("duckduckgo")) == 3, "nothing sent while the breaker is open"
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_daily_limit_holds_across_crawls(backend, simulator, tmp_path):
+    config = config_with(tmp_path, lambda p: p["engines"]["mojeek"].update(daily_limit=4))
+    settings = {"LYRA_CONFIG_DIR": config}
+
+    for text in ("tundra", "taiga"):
+        await backend.crawl(
+            simulator,
+            tmp_path,
+            settings,
+            query=text,
+            engine="mojeek",
+            serp_max_pages=3,
+            strategy="fixed",
+        )
+
+    first, second = backend.run(queries)
+    assert first.stop_reason == {"mojeek": "max_pages"} and first.pages_fetched == 3
+    assert second.stop_reason == {"mojeek": "quota"} and second.pages_fetched == 1
+    assert len(simulator.requests("mojeek")) == 4
+    used = backend.run(lambda b: b.coordinator.quota_used("mojeek", utc_date()))
+    assert used == 4
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_fresh_cache_entry_answers_the_same_search_without_a_request(
+    backend, simulator, tmp_path
+):
+    args = {"query": "peat bog", "engine": "mojeek", "serp_max_pages": 2, "strategy": "fixed"}
+    await backend.crawl(simulator, tmp_path, {}, **args)
+    await backend.crawl(simulator, tmp_path, {}, **args)
+
+    async def both(backends: Backends):
+        store = backends.store
+        first, second = await store.query_ids()
+        return (
+            await store.query(second),
+            [(i.normalized_url, i.page_number) for i in await store.items(first)],
+            [(i.normalized_url, i.page_number) for i in await store.items(second)],
+        )
+
+    replayed, first_items, replayed_items = backend.run(both)
+    assert replayed.cache_hit and replayed.cached_from is not None
+    assert replayed_items == first_items and len(first_items) == 20
+    assert len(simulator.requests("mojeek")) == 2, "the second crawl sent nothing"
+
+
+def test_a_batch_is_one_crawl_of_its_entries(backend, simulator, tmp_path):
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        "defaults: {serp_max_pages: 2, strategy: fixed, sources: [serp]}\n"
+        "queries: [{query: fjord, engine: mojeek}, {query: delta, engine: duckduckgo},"
+        " {query: atoll, engine: qwant}, {query: bad, serp_max_pages: 99}]\n"
+    )
+    env = {
+        "LYRA_SIMULATOR_URL": simulator.url,
+        "LYRA_RATE_LIMIT_ENABLED": "false",
+        "LYRA_PROGRESS_INTERVAL": "0",
+        **backend.settings,
+    }
+
+    result = run_scrapy("batch", str(batch), env=env)
+
+    assert result.returncode == 1, "the bad entry was rejected: " + result.stderr[-2000:]
+    assert "entry 4" in result.stderr and "serp_max_pages" in result.stderr
+
+    async def entries_and_pages(backends: Backends):
+        store = backends.store
+        entries = await store.batch_entries(1)
+        return entries, [
+            [page.page_number for page in await store.pages(entry.query_id)]
+            for entry in entries
+            if entry.query_id is not None
+        ]
+
+    entries, pages = backend.run(entries_and_pages)
+    assert [entry.state for entry in entries] == ["done", "done", "done", "rejected"]
+    assert pages == [[1, 2]] * 3
+    assert len(simulator.requests()) == 6
