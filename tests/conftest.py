@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_from_coro
@@ -213,3 +214,14 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScrapydServer]
     with running_scrapyd(folder / "server") as server:
         deploy(server, ROOT, folder / "project")
         yield server
+
+
+def edited_config(folder: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """`folder` (created) holding a copy of config/ whose engines.yaml `edit` changed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for source in (ROOT / "config").glob("*.yaml"):
+        (folder / source.name).write_text(source.read_text())
+    policy = yaml.safe_load((folder / "engines.yaml").read_text())
+    edit(policy)
+    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
+    return folder

@@ -8,27 +8,21 @@ import signal
 import sqlite3
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-import yaml
 
 from lyra_crawl.backends.records import QueryRecord
 from lyra_crawl.batch.files import entry_specs, parse_batch
 from lyra_crawl.config import load_config
-from tests.conftest import ROOT, query_db, run_scrapy, scrapy_env, start_scrapy, with_store
+from tests.conftest import (
+    edited_config,
+    query_db,
+    run_scrapy,
+    scrapy_env,
+    start_scrapy,
+    with_store,
+)
 from tests.reliability.test_kill_and_resume import assert_whole_pages, stored_pages
-
-
-def config_folder(tmp_path: Path, edit) -> Path:
-    folder = tmp_path / "config"
-    folder.mkdir()
-    for source in (ROOT / "config").glob("*.yaml"):
-        (folder / source.name).write_text(source.read_text())
-    policy = yaml.safe_load((folder / "engines.yaml").read_text())
-    edit(policy)
-    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
-    return folder
 
 
 @pytest.mark.e2e
@@ -87,7 +81,10 @@ def test_an_engine_outside_its_hours_is_refused_and_its_entries_go_elsewhere(sim
         policy["engines"]["mojeek"]["allowed_hours"] = [later]
 
     db_path = tmp_path / "lyra.sqlite3"
-    env = {**scrapy_env(simulator, db_path), "LYRA_CONFIG_DIR": str(config_folder(tmp_path, edit))}
+    env = {
+        **scrapy_env(simulator, db_path),
+        "LYRA_CONFIG_DIR": str(edited_config(tmp_path / "config", edit)),
+    }
     batch_file = tmp_path / "batch.yaml"
     batch_file.write_text(
         "defaults: {serp_max_pages: 1, sources: [serp]}\n"

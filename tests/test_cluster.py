@@ -24,7 +24,7 @@ import requests
 import yaml
 
 from lyra_crawl.backends import Backends, with_backends
-from tests.conftest import ROOT, in_own_loop
+from tests.conftest import ROOT, edited_config, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 from tests.servers.postgres import PASSWORD as POSTGRES_PASSWORD
 from tests.servers.postgres import PostgresServer
@@ -106,14 +106,7 @@ def cluster_config(tmp_path: Path) -> Callable[[Callable[[dict[str, Any]], None]
     """Factory: a copy of config/ whose engines.yaml was changed by `edit`."""
 
     def make(edit: Callable[[dict[str, Any]], None]) -> Path:
-        folder = tmp_path / f"config{len(list(tmp_path.glob('config*')))}"
-        folder.mkdir()
-        for source in (ROOT / "config").glob("*.yaml"):
-            (folder / source.name).write_text(source.read_text())
-        policy = yaml.safe_load((folder / "engines.yaml").read_text())
-        edit(policy)
-        (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
-        return folder
+        return edited_config(tmp_path / f"config{len(list(tmp_path.glob('config*')))}", edit)
 
     return make
 

@@ -11,12 +11,11 @@ from typing import Any, TypeVar
 
 import pytest
 import pytest_twisted
-import yaml
 
 from lyra_crawl.backends import Backends, sqlite_url, with_backends
 from lyra_crawl.politeness.breaker import BreakerState
 from lyra_crawl.politeness.quota import utc_date
-from tests.conftest import ROOT, in_own_loop, run_crawl, run_scrapy
+from tests.conftest import edited_config, in_own_loop, run_crawl, run_scrapy
 
 T = TypeVar("T")
 
@@ -51,17 +50,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
             "LYRA_COORDINATION_URL": request.getfixturevalue("redis_url"),
         },
     )
-
-
-def config_with(tmp_path: Path, edit: Callable[[dict[str, Any]], None]) -> str:
-    folder = tmp_path / "config"
-    folder.mkdir()
-    for source in (ROOT / "config").glob("*.yaml"):
-        (folder / source.name).write_text(source.read_text())
-    policy = yaml.safe_load((folder / "engines.yaml").read_text())
-    edit(policy)
-    (folder / "engines.yaml").write_text(yaml.safe_dump(policy))
-    return str(folder)
 
 
 async def queries(backends: Backends) -> list[Any]:
@@ -141,7 +129,9 @@ async def test_a_captcha_keeps_earlier_pages_and_opens_the_breaker_for_the_next_
 
 @pytest_twisted.ensureDeferred
 async def test_the_daily_limit_holds_across_crawls(backend, simulator, tmp_path):
-    config = config_with(tmp_path, lambda p: p["engines"]["mojeek"].update(daily_limit=4))
+    config = str(
+        edited_config(tmp_path / "config", lambda p: p["engines"]["mojeek"].update(daily_limit=4))
+    )
     settings = {"LYRA_CONFIG_DIR": config}
 
     for text in ("tundra", "taiga"):

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import pytest_twisted
 import scrapy
-import yaml
 from scrapy.crawler import CrawlerRunner
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import reactor
@@ -26,10 +25,10 @@ from lyra_crawl.backends.records import QueryRecord
 from lyra_crawl.config import load_config
 from lyra_crawl.session.request_state import META_KEY, RequestState
 from tests.conftest import (
-    ROOT,
     Simulator,
     assert_no_errors,
     crawl_settings,
+    edited_config,
     logged_errors,
     query_db,
     run_crawl,
@@ -46,15 +45,7 @@ def config_dir(tmp_path: Path) -> Callable[[EditPolicy], Path]:
     """Factory: a copy of config/ whose engines.yaml document was changed by `edit`."""
 
     def make(edit: EditPolicy) -> Path:
-        folder = tmp_path / "config"
-        folder.mkdir(exist_ok=True)
-        for source in (ROOT / "config").glob("*.yaml"):
-            (folder / source.name).write_text(source.read_text())
-        policy_file = folder / "engines.yaml"
-        doc = yaml.safe_load(policy_file.read_text())
-        edit(doc)
-        policy_file.write_text(yaml.safe_dump(doc))
-        return folder
+        return edited_config(tmp_path / "config", edit)
 
     return make
 

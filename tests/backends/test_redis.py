@@ -14,9 +14,8 @@ from lyra_crawl.backends import Backends, BackendUrls, open_backends, sqlite_url
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.quota import utc_date
-from tests.conftest import in_own_loop, query_db, run_crawl, with_store
+from tests.conftest import edited_config, in_own_loop, query_db, run_crawl, with_store
 from tests.servers.redis import PASSWORD, RedisServer
-from tests.test_batch_at_scale import config_folder
 
 DAY = "2026-01-01"
 
@@ -123,7 +122,7 @@ def test_a_day_of_quota_is_kept_two_days_then_expires(tmp_path, redis_server, re
 async def test_a_crawl_coordinated_through_redis_runs_clean(
     simulator, db_path, tmp_path, redis_url
 ):
-    config = config_folder(tmp_path, lambda doc: doc["engines"]["mojeek"].update(qps=20))
+    config = edited_config(tmp_path / "config", lambda doc: doc["engines"]["mojeek"].update(qps=20))
     settings = {
         "LYRA_COORDINATION_URL": redis_url,
         "LYRA_CONFIG_DIR": str(config),

@@ -14,10 +14,9 @@ import time
 
 import pytest
 
-from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy
+from tests.conftest import edited_config, query_db, run_scrapy, scrapy_env, start_scrapy
 from tests.reliability.test_kill_and_resume import assert_whole_pages, stored_pages
 from tests.servers.redis import PASSWORD, RedisServer
-from tests.test_batch_at_scale import config_folder
 
 CRAWL = ["crawl", "serp", "-a", "engine=mojeek", "-a", "strategy=fixed", "-a", "sources=serp"]
 
@@ -57,7 +56,9 @@ def test_redis_stopped_mid_crawl_stops_the_source_with_one_clear_error(
 ):
     db_path = tmp_path / "lyra.sqlite3"
     simulator = start_simulator(*simulator_options)
-    config = config_folder(tmp_path, lambda doc: doc["engines"]["mojeek"].update(qps=qps))
+    config = edited_config(
+        tmp_path / "config", lambda doc: doc["engines"]["mojeek"].update(qps=qps)
+    )
     env = {
         **scrapy_env(simulator, db_path),
         "LYRA_COORDINATION_URL": redis_url,
