@@ -1,14 +1,18 @@
 """One batch run by several worker processes sharing one store: does a second worker pay off?
 
-- `distributed_speedup_2_workers`: a CPU-bound batch (every engine at 1,000 qps with no daily
-  limit, so the crawl's own CPU is the limit, not the engines), recorded in a fresh SQLite
+- `distributed_speedup_2_workers`: a CPU-bound batch (1,000 queries of 3 pages, each on a named
+  engine, the choosable ones in turn, every engine at 1,000 qps with no daily limit, so the
+  crawl's own CPU is the limit, not the engines), recorded in a fresh SQLite
   store and crawled by `scrapy crawl serp -a batch=ID` in 1 process; recorded again in another
   fresh store and crawled by 2 processes at once: requests per second with 2 ÷ with 1, each
   over the span from its first request to its last, as the simulator saw them (process start
   and the last worker's wait for the others are left out; their wall times are printed beside).
   Each worker takes entries under a lease as it has room (lyra_crawl.session.launch), as Scrapyd
-  nodes do.
-  On a 2-core machine the simulator shares the cores with the workers, so 2.0 is out of reach.
+  nodes do. On a 2-core machine the simulator shares the cores with the workers, so 2.0 is out
+  of reach.
+- `distributed_speedup_2_workers.postgres_redis`: the same with the backends meant for several
+  workers, a PostgreSQL store and Redis coordination (real servers on loopback, started here as
+  the tests start them): the SQLite file's one write lock is out of the way.
 - `distributed_requests_per_s_{1,2}_worker`, `distributed_wall_s_{1,2}_worker`: the figures
   behind it.
 """
@@ -22,13 +26,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.bench_batch import ROOT, _batch_file, _raised_config
+from benchmarks.bench_batch import ROOT, _raised_config
 from lyra_crawl.backends import Backends, sqlite_url, with_backends
 from lyra_crawl.batch.files import entry_specs, load_batch
 from lyra_crawl.config import load_config
 from lyra_crawl.simulator.process import running_simulator
+from tests.servers.postgres import running_postgres
+from tests.servers.redis import running_redis
 
 QUERIES = 1000
 PAGES = 3
@@ -37,45 +44,100 @@ CONCURRENCY = 16
 
 
 def run(shared_dir: Path) -> dict[str, float]:
+    figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
         folder = Path(tmp)
         config, _ = _raised_config(folder / "config", QPS)
-        batch_file = _batch_file(folder / "batch.yaml", QUERIES, pages=PAGES)
-        figures: dict[str, float] = {}
-        rates: dict[int, float] = {}
-        for workers in (1, 2):
-            log = folder / f"requests-{workers}.jsonl"
-            with running_simulator(["--request-log", str(log)]) as simulator_url:
-                store = folder / f"store-{workers}.sqlite3"
-                batch_id = _record(batch_file, config, store)
-                wall = _crawl(workers, batch_id, store, config, simulator_url)
-            times = [json.loads(line)["time"] for line in log.read_text().splitlines()]
-            rates[workers] = len(times) / (times[-1] - times[0])
-            figures[f"distributed_requests_per_s_{workers}_worker"] = rates[workers]
-            figures[f"distributed_wall_s_{workers}_worker"] = wall
-    figures["distributed_speedup_2_workers"] = rates[2] / rates[1]
+        batch_file = _batch_file(folder / "batch.yaml", config)
+
+        def sqlite(workers: int) -> dict[str, str]:
+            return {"LYRA_DB_URL": sqlite_url(folder / f"store-{workers}.sqlite3")}
+
+        figures.update(_speedup(batch_file, config, folder, sqlite, suffix=""))
+        with running_postgres() as postgres, running_redis(folder / "redis") as redis:
+
+            def at_scale(workers: int) -> dict[str, str]:
+                database = f"bench_distributed_{workers}"
+                with postgres.admin() as admin:
+                    admin.execute(f"CREATE DATABASE {database} OWNER lyra")
+                redis.flush()
+                return {"LYRA_DB_URL": postgres.url(database), "LYRA_COORDINATION_URL": redis.url}
+
+            figures.update(_speedup(batch_file, config, folder, at_scale, suffix=".postgres_redis"))
     return figures
 
 
-def _record(batch_file: Path, config: Path, store: Path) -> int:
-    """The batch recorded in a new store, as `scrapy batch` records it; its id."""
+def _speedup(
+    batch_file: Path,
+    config: Path,
+    folder: Path,
+    backends_for: Callable[[int], dict[str, str]],
+    *,
+    suffix: str,
+) -> dict[str, float]:
+    """The batch crawled by 1 worker, then by 2, each on fresh backends `backends_for` names."""
+    figures: dict[str, float] = {}
+    rates: dict[int, float] = {}
+    for workers in (1, 2):
+        log = folder / f"requests{suffix}-{workers}.jsonl"
+        with running_simulator(["--request-log", str(log)]) as simulator_url:
+            backends = backends_for(workers)
+            batch_id = _record(batch_file, config, backends)
+            wall = _crawl(workers, batch_id, backends, config, simulator_url, folder)
+        times = [json.loads(line)["time"] for line in log.read_text().splitlines()]
+        rates[workers] = len(times) / (times[-1] - times[0])
+        figures[f"distributed_requests_per_s_{workers}_worker{suffix}"] = rates[workers]
+        figures[f"distributed_wall_s_{workers}_worker{suffix}"] = wall
+    figures[f"distributed_speedup_2_workers{suffix}"] = rates[2] / rates[1]
+    return figures
+
+
+def _batch_file(path: Path, config: Path) -> Path:
+    """QUERIES queries of PAGES pages, each on a named engine (the choosable ones in turn), so
+    that every run parses the very same pages."""
+    engines = [
+        name
+        for name, policy in load_config(config).policies.items()
+        if policy.enabled and policy.weight > 0
+    ]
+    lines = [
+        f"defaults: {{serp_max_pages: {PAGES}, strategy: fixed, sources: [serp]}}",
+        "queries:",
+        *(
+            f"  - {{query: distributed benchmark {n}, engine: {engines[n % len(engines)]}}}"
+            for n in range(QUERIES)
+        ),
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _record(batch_file: Path, config: Path, backends: dict[str, str]) -> int:
+    """The batch recorded in the store, as `scrapy batch` records it; its id."""
     batch = load_batch(batch_file, load_config(config))
 
-    async def create(backends: Backends) -> int:
-        record = await backends.store.create_batch(
+    async def create(opened: Backends) -> int:
+        record = await opened.store.create_batch(
             source=str(batch_file), content_hash=batch.content_hash, entries=entry_specs(batch)
         )
         return record.id
 
-    return asyncio.run(with_backends({"LYRA_DB_URL": sqlite_url(store)}, create))
+    return asyncio.run(with_backends(backends, create))
 
 
-def _crawl(workers: int, batch_id: int, store: Path, config: Path, simulator_url: str) -> float:
+def _crawl(
+    workers: int,
+    batch_id: int,
+    backends: dict[str, str],
+    config: Path,
+    simulator_url: str,
+    folder: Path,
+) -> float:
     """Seconds from starting `workers` crawl processes of the batch to the last one's exit."""
     env = {
         **os.environ,
+        **backends,
         "LYRA_SIMULATOR_URL": simulator_url,
-        "LYRA_DB_URL": sqlite_url(store),
         "LYRA_CONFIG_DIR": str(config),
         "LYRA_BROWSER_ENABLED": "false",
         "LYRA_PROGRESS_INTERVAL": "0",
@@ -86,7 +148,7 @@ def _crawl(workers: int, batch_id: int, store: Path, config: Path, simulator_url
         *("-a", f"batch={batch_id}", "-a", f"concurrency={CONCURRENCY}"),
         *("-s", "LOG_LEVEL=ERROR"),
     ]
-    logs = [store.with_suffix(f".worker{n}.log") for n in range(workers)]
+    logs = [folder / f"worker{n}-of-{workers}.log" for n in range(workers)]
     started = time.perf_counter()
     # Each worker's stderr goes to a file: a pipe nobody reads would block its logging.
     processes = [
