@@ -25,7 +25,9 @@ class LevelAwareLogFormatter(LogFormatter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        level = logging.getLevelName(crawler.settings.get("LOG_LEVEL", "DEBUG"))
+        level = crawler.settings.get("LOG_LEVEL", "DEBUG")
+        if isinstance(level, str):  # a name ("INFO"); Scrapy also takes the number itself
+            level = logging.getLevelName(level.upper())
         return cls(debug=not isinstance(level, int) or level <= logging.DEBUG)
 
     def crawled(

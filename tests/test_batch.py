@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 
 from lyra_crawl.batch.files import BatchError, load_batch, parse_batch
+from lyra_crawl.batch.scrapyd import job_settings
 from lyra_crawl.config import load_config
 from lyra_crawl.query.cache_key import cache_key
 from tests.conftest import ROOT, query_db, run_scrapy, with_store
 
 EXAMPLE = ROOT / "config" / "batch.example.yaml"
+API_KEY = "s2-key-never-logged"
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +223,11 @@ def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
         "0.5",
         "--timeout",
         "180",
-        env={**batch_env(simulator, db_path), "LYRA_PROGRESS_INTERVAL": "0.5"},
+        env={
+            **batch_env(simulator, db_path),
+            "LYRA_PROGRESS_INTERVAL": "0.5",
+            "LYRA_S2_API_KEY": API_KEY,
+        },
     )
 
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
@@ -244,3 +250,27 @@ def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
     # The job logged its own progress lines (with its waits) in Scrapyd's job log.
     job_log = scrapyd.job_log("lyra_crawl", rows[0]["job_id"])
     assert "[lyra_crawl.batch.extension] INFO: batch 1: 2 of 2 entries done" in job_log
+    # An API key never travels with a job: Scrapyd logs job arguments.
+    assert "note: LYRA_S2_API_KEY holds an API key, so it is not sent" in result.stdout
+    assert API_KEY not in scrapyd.log_tail(10**7) and API_KEY not in job_log
+
+
+def test_job_settings_send_paths_absolute_and_no_secret():
+    forwarded, withheld = job_settings(
+        {
+            "LYRA_DB_URL": "postgresql://lyra:pw-123@db.example/lyra",
+            "LYRA_COORDINATION_URL": "sqlite:///data/coordination.sqlite3",
+            "LYRA_CONFIG_DIR": "config",
+            "LYRA_S2_API_KEY": API_KEY,
+            "LYRA_OPENALEX_API_KEY": "",
+            "LYRA_RATE_LIMIT_ENABLED": False,
+            "LOG_LEVEL": "INFO",
+        }
+    )
+
+    assert withheld == {"LYRA_DB_URL": "a password", "LYRA_S2_API_KEY": "an API key"}
+    assert forwarded == {
+        "LYRA_COORDINATION_URL": f"sqlite:///{Path('data/coordination.sqlite3').resolve()}",
+        "LYRA_CONFIG_DIR": str(Path("config").resolve()),
+        "LYRA_RATE_LIMIT_ENABLED": "False",
+    }

@@ -13,7 +13,9 @@ PER_RESPONSE = "Crawled (200)"
 PER_ITEM = "Scraped from"
 
 
-@pytest.mark.parametrize(("level", "shown"), [("DEBUG", True), ("INFO", False)])
+@pytest.mark.parametrize(
+    ("level", "shown"), [("DEBUG", True), ("INFO", False), ("debug", True), (logging.INFO, False)]
+)
 @pytest_twisted.ensureDeferred
 async def test_per_response_and_item_lines_only_at_debug(simulator, db_path, caplog, level, shown):
     # caplog listens at the root at every level: it sees a record whenever one is made,

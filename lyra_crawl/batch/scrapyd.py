@@ -19,6 +19,8 @@ from scrapyd_client.pyclient import ScrapydClient
 from lyra_crawl.backends import absolute_url, redact_url, sqlite_path, urls_from_settings
 
 SPIDER = "serp"
+# Settings that hold a secret whatever their value (LYRA_S2_API_KEY, LYRA_OPENALEX_API_KEY).
+SECRET_SUFFIX = "_API_KEY"
 FINISHED = "finished"
 # Not listed at all: Scrapyd was restarted, or the job fell off its finished_to_keep list.
 UNKNOWN = "unknown"
@@ -97,15 +99,16 @@ def wait_for_jobs(
         time.sleep(poll_interval)
 
 
-def job_settings(settings: Mapping[str, Any]) -> tuple[dict[str, str], list[str]]:
+def job_settings(settings: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     """This run's LYRA_* settings for each job, so jobs write where the batch reads, and the
-    names of the settings left out because they hold a password.
+    settings left out because they hold a secret (name -> what kind).
 
     The backends' URLs are always sent as this run resolved them (so a node's own defaults
-    cannot point its job elsewhere), except a URL with a password: Scrapyd writes every job
-    argument to its log and the job's command line, so such a URL must come from each node's
-    own environment. Paths (names ending in _PATH or _DIR, and SQLite URLs) are made absolute:
-    Scrapyd runs jobs from its own folder. Unset settings are left to the job's own defaults.
+    cannot point its job elsewhere), except a URL with a password; API keys are never sent:
+    Scrapyd writes every job argument to its log and the job's command line, so secrets must
+    come from each node's own environment. Paths (names ending in _PATH or _DIR, and SQLite
+    URLs) are made absolute: Scrapyd runs jobs from its own folder. Unset or empty settings are
+    left to the job's own defaults.
     """
     urls = urls_from_settings(settings)
     store_file = sqlite_path(urls.store)
@@ -117,16 +120,19 @@ def job_settings(settings: Mapping[str, Any]) -> tuple[dict[str, str], list[str]
         "LYRA_COORDINATION_URL": urls.coordination,
     }
     forwarded: dict[str, str] = {}
-    withheld: list[str] = []
+    withheld: dict[str, str] = {}
     for name in sorted({*(n for n in settings if n.startswith("LYRA_")), *resolved}):
         value = resolved[name] if name in resolved else settings.get(name)
-        if value is None:
+        if value is None or value == "":
+            continue
+        if name.endswith(SECRET_SUFFIX):
+            withheld[name] = "an API key"
             continue
         if name.endswith(("_PATH", "_DIR")):
             value = os.path.abspath(value)
         elif name.endswith("_URL"):
             if redact_url(str(value)) != str(value):
-                withheld.append(name)
+                withheld[name] = "a password"
                 continue
             value = absolute_url(str(value))
         forwarded[name] = str(value)

@@ -162,9 +162,9 @@ class Command(ScrapyCommand):
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
         spider_args = _spider_args(record, opts)
         settings, withheld = job_settings(self.settings)
-        for name in withheld:
+        for name, secret in withheld.items():
             print(
-                f"note: {name} holds a password, so it is not sent with the jobs (Scrapyd logs "
+                f"note: {name} holds {secret}, so it is not sent with the jobs (Scrapyd logs "
                 "their arguments): each node's Scrapyd must have it in its environment",
                 flush=True,
             )

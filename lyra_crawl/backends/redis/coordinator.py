@@ -26,16 +26,12 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import AuthenticationError, RedisError
 
 from lyra_crawl.backends import redact_url
-from lyra_crawl.backends.records import BackendError, BreakerChange, EngineState, RateClaim
+from lyra_crawl.backends.breaker_steps import BreakerSteps
+from lyra_crawl.backends.records import BackendError, EngineState, RateClaim
 from lyra_crawl.backends.redis import scripts
-from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import (
-    Admission,
     BreakerState,
     Health,
-    admit,
-    record_failure,
-    record_success,
 )
 
 T = TypeVar("T")
@@ -51,7 +47,7 @@ TIMEOUT_S = 5.0
 RETRY = Retry(ExponentialWithJitterBackoff(base=0.05, cap=0.5), retries=2)
 
 
-class RedisCoordinator:
+class RedisCoordinator(BreakerSteps):
     def __init__(self, client: Redis, url: str) -> None:
         self._client = client
         self._raw_url = url
@@ -136,34 +132,6 @@ class RedisCoordinator:
 
     async def breaker_health(self, engine: str) -> Health:
         return _health(engine, await self._run(self._client.hgetall(_key("breaker", engine))))
-
-    async def breaker_admit(self, engine: str, *, owner: str, trial_lease_s: float) -> Admission:
-        return await self._change_health(
-            engine,
-            lambda health, now: admit(health, now=now, owner=owner, trial_lease_s=trial_lease_s),
-        )
-
-    async def breaker_success(self, engine: str, *, trial: bool) -> None:
-        await self._change_health(
-            engine, lambda health, _now: (None, record_success(health, trial=trial))
-        )
-
-    async def breaker_failure(
-        self,
-        engine: str,
-        policy: BreakerPolicy,
-        *,
-        kind: str,
-        trial: bool,
-        retry_after_s: float | None,
-    ) -> BreakerChange:
-        def change(before: Health, now: float) -> tuple[BreakerChange, Health]:
-            after = record_failure(
-                before, policy, kind=kind, now=now, trial=trial, retry_after_s=retry_after_s
-            )
-            return BreakerChange(before, after), after
-
-        return await self._change_health(engine, change)
 
     async def _change_health(
         self, engine: str, change: Callable[[Health, float], tuple[T, Health]]

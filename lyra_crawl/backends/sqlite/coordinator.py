@@ -14,22 +14,18 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from lyra_crawl.backends import rows
-from lyra_crawl.backends.records import BreakerChange, EngineState, RateClaim
+from lyra_crawl.backends.breaker_steps import BreakerSteps
+from lyra_crawl.backends.records import EngineState, RateClaim
 from lyra_crawl.backends.rows import utc_now
 from lyra_crawl.backends.sqlite.database import SqliteBackend
-from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import (
-    Admission,
     Health,
-    admit,
-    record_failure,
-    record_success,
 )
 
 T = TypeVar("T")
 
 
-class SqliteCoordinator(SqliteBackend):
+class SqliteCoordinator(SqliteBackend, BreakerSteps):
     # -- daily quota -----------------------------------------------------------------------
 
     async def reserve_quota(self, engine: str, day: str, daily_limit: int | None) -> bool:
@@ -127,35 +123,9 @@ class SqliteCoordinator(SqliteBackend):
     async def breaker_health(self, engine: str) -> Health:
         return await self._db.read(lambda conn: _health(conn, engine))
 
-    async def breaker_admit(self, engine: str, *, owner: str, trial_lease_s: float) -> Admission:
-        return await self._change_health(
-            engine,
-            lambda health: admit(health, now=time.time(), owner=owner, trial_lease_s=trial_lease_s),
-        )
-
-    async def breaker_success(self, engine: str, *, trial: bool) -> None:
-        await self._change_health(
-            engine, lambda health: (None, record_success(health, trial=trial))
-        )
-
-    async def breaker_failure(
-        self,
-        engine: str,
-        policy: BreakerPolicy,
-        *,
-        kind: str,
-        trial: bool,
-        retry_after_s: float | None,
-    ) -> BreakerChange:
-        def change(before: Health) -> tuple[BreakerChange, Health]:
-            after = record_failure(
-                before, policy, kind=kind, now=time.time(), trial=trial, retry_after_s=retry_after_s
-            )
-            return BreakerChange(before, after), after
-
-        return await self._change_health(engine, change)
-
-    async def _change_health(self, engine: str, change: Callable[[Health], tuple[T, Health]]) -> T:
+    async def _change_health(
+        self, engine: str, change: Callable[[Health, float], tuple[T, Health]]
+    ) -> T:
         """Apply `change` to `engine`'s breaker atomically; returns its first value.
 
         Most answers change nothing (a closed breaker stays closed): a plain read settles
@@ -164,12 +134,12 @@ class SqliteCoordinator(SqliteBackend):
 
         def decide(conn: sqlite3.Connection) -> T:
             before = _health(conn, engine)
-            result, after = change(before)
+            result, after = change(before, time.time())
             return result if after == before else self._db.in_transaction(write)
 
         def write(conn: sqlite3.Connection) -> T:
             before = _health(conn, engine)
-            result, after = change(before)
+            result, after = change(before, time.time())
             if after != before:
                 conn.execute(
                     "INSERT OR REPLACE INTO engine_health (engine, state, open_until,"
