@@ -174,8 +174,15 @@ def job_logs(nodes: list[ScrapydServer]) -> str:
 
 
 def assert_jobs_logged_no_error(nodes: list[ScrapydServer]) -> None:
-    logs = job_logs(nodes)
-    assert " ERROR: " not in logs, logs
+    """No job of any node logged an ERROR, anywhere in its log."""
+    errors = [
+        f"{log.name}: {line}"
+        for node in nodes
+        for log in (node.folder / "logs" / PROJECT / "serp").glob("*.log")
+        for line in log.read_text(errors="replace").splitlines()
+        if " ERROR: " in line
+    ]
+    assert not errors, "\n".join(errors[:10])
 
 
 def assert_no_password_in_logs(nodes: list[ScrapydServer], output: str) -> None:
@@ -214,6 +221,7 @@ def test_a_daily_limit_holds_across_nodes_and_entries_spread_over_them(
         if "running (job" in line or "finished (job" in line
     }
     assert scheduled == {node.url for node in nodes}, result.stdout + result.stderr[-2000:]
+    assert_jobs_logged_no_error(nodes)
 
 
 def test_a_rate_limit_holds_across_nodes(
@@ -295,6 +303,7 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     )
     run_batch(after, nodes[1:], {**settings, "LYRA_SIMULATOR_URL": slow.url}, "--concurrency", "1")
     assert len(slow.requests("duckduckgo")) == 1, "exactly one half-open trial across nodes"
+    assert_jobs_logged_no_error(nodes)
 
 
 def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(
@@ -330,6 +339,7 @@ def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(
         assert sorted(numbers) == [1, 2, 3], f"entry {position}: pages {numbers}"
     taken_again = [entry for entry in entries if entry.attempts > 1]
     assert taken_again, "the killed node held entries: they were taken again"
+    assert_jobs_logged_no_error(nodes)
 
 
 def _running_job_pid(node: ScrapydServer, batch: subprocess.Popen[str]) -> int:

@@ -194,6 +194,7 @@ def test_a_batch_is_one_crawl_of_its_entries(backend, simulator, tmp_path):
 
     assert result.returncode == 1, "the bad entry was rejected: " + result.stderr[-2000:]
     assert "entry 4" in result.stderr and "serp_max_pages" in result.stderr
+    assert " ERROR: " not in result.stderr, "the rejected entry is the only problem"
 
     async def entries_and_pages(backends: Backends):
         store = backends.store
