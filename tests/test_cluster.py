@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -326,7 +326,11 @@ def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(
 
     batch = run_batch(path, nodes, settings, "--concurrency", "2", wait=False)
     victim = _running_job_pid(nodes[0], batch)
-    while len(simulator.requests()) < 6:
+    # Killed while it runs a query of the batch (a page of it stored, more to come), so that
+    # entry must be taken again by another node.
+    deadline = time.monotonic() + 60
+    while not read_store(settings, partly_crawled_by(victim)):
+        assert time.monotonic() < deadline, "the victim's job never ran an entry"
         time.sleep(0.1)
     os.kill(victim, signal.SIGKILL)
     stdout, stderr = batch.communicate(timeout=JOB_TIMEOUT_S + 60)
@@ -340,6 +344,21 @@ def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(
     taken_again = [entry for entry in entries if entry.attempts > 1]
     assert taken_again, "the killed node held entries: they were taken again"
     assert_jobs_logged_no_error(nodes)
+
+
+def partly_crawled_by(pid: int) -> Callable[[Backends], Awaitable[bool]]:
+    """Whether the crawl process `pid` runs a query that has stored a page but not its last."""
+
+    async def check(backends: Backends) -> bool:
+        store = backends.store
+        for query_id in await store.query_ids():
+            query = await store.query(query_id)
+            mine = query is not None and query.pid == pid and query.status == "running"
+            if mine and 0 < len(await store.pages(query_id)) < 3:
+                return True
+        return False
+
+    return check
 
 
 def _running_job_pid(node: ScrapydServer, batch: subprocess.Popen[str]) -> int:

@@ -68,6 +68,19 @@ async def open_query(
     resumed = await _interrupted(crawl, arguments, normalized) if arguments.resume else None
     engine, selection = await _engine(crawl, arguments, resumed)
     sources = crawl_sources(engine, arguments.sources)
+    start_pages: dict[str, int] = {}
+    if resumed is not None:
+        try:
+            start_pages = await _resume_pages(crawl, resumed.id, sources, arguments.serp_page)
+        except QueryNotOpened as exc:
+            if entry is None:
+                raise
+            # A batch entry must end done: its interrupted query stays as it was stored, and
+            # the entry is crawled again, from its first page, as a new query.
+            logger.warning("batch entry %d: %s; crawling it as a new query", entry.position, exc)
+            resumed = None
+            engine, selection = await _engine(crawl, arguments, None)
+            sources = crawl_sources(engine, arguments.sources)
     strategy = PaginationStrategy(
         PaginationConfig(
             serp_max_pages=arguments.serp_max_pages,
@@ -94,7 +107,7 @@ async def open_query(
         batch_entry_id=entry.id if entry else None,
     )
     if resumed is not None:
-        await _resume(crawl, session)
+        await _resume(crawl, session, start_pages)
     cached = None if resumed else await _fresh_cache_entry(crawl, session)
     crawl.register(session)
     if cached is not None:
@@ -219,23 +232,33 @@ async def _interrupted(
     return row
 
 
-async def _resume(crawl: CrawlSession, session: QuerySession) -> None:
-    """Each source after its last stored page; the stored items join the dedupe and merge."""
-    store = crawl.store
-    query_id = session.query_id
-    stored = {(page.source, page.page_number) for page in await store.pages(query_id)}
-    for source in session.sources:
-        following = session.first_page
+async def _resume_pages(
+    crawl: CrawlSession, query_id: int, sources: list[str], first_page: int
+) -> dict[str, int]:
+    """Each source's page after its last stored one; QueryNotOpened when a source that hands
+    a token from page to page would have to start past its first page."""
+    stored = {(page.source, page.page_number) for page in await crawl.store.pages(query_id)}
+    starts = {}
+    for source in sources:
+        following = first_page
         while (source, following) in stored:
             following += 1
-        if crawl.config.engine(source).next_page == "form" and following > session.first_page:
+        if crawl.config.engine(source).next_page == "form" and following > first_page:
             # Page N+1 needs the token of page N's response, which was never stored.
             raise QueryNotOpened(
                 f"query {query_id} cannot resume at page {following}: engine {source} hands a "
                 "token from page to page; run again without resume=true to crawl it from page "
-                f"{session.first_page}"
+                f"{first_page}"
             )
-        session.start_pages[source] = following
+        starts[source] = following
+    return starts
+
+
+async def _resume(crawl: CrawlSession, session: QuerySession, start_pages: dict[str, int]) -> None:
+    """Each source from `start_pages`; the stored items join the dedupe and merge."""
+    store = crawl.store
+    query_id = session.query_id
+    session.start_pages.update(start_pages)
     await store.reopen_query(query_id)
     for item in await store.items(query_id):
         session.dedupe.remember(item.normalized_url or "", item.doi, item.source, item.rank or 0)
