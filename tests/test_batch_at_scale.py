@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from lyra_crawl.backends.records import QueryRecord
+from lyra_crawl.backends.records import PageRecord, QueryRecord
 from lyra_crawl.batch.files import entry_specs, parse_batch
 from lyra_crawl.config import load_config
 from tests.conftest import (
@@ -164,3 +167,67 @@ def test_a_ten_thousand_entry_file_is_recorded_and_queued_in_order(tmp_path):
         tmp_path / "lyra.sqlite3", "SELECT state, COUNT(*) AS n FROM batch_entries GROUP BY state"
     )
     assert {c["state"]: c["n"] for c in counts} == {"pending": 9_950, "running": 50}
+
+
+@pytest.mark.e2e
+def test_an_entry_that_cannot_resume_on_a_token_engine_is_crawled_again_as_a_new_query(
+    simulator, tmp_path
+):
+    db_path = tmp_path / "lyra.sqlite3"
+    text = (
+        "defaults: {serp_max_pages: 2, strategy: fixed, sources: [serp]}\n"
+        "queries: [{query: tidal flat, engine: duckduckgo}]\n"
+    )
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(text)
+    batch = parse_batch(text, load_config(None))
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+
+    async def killed_after_page_1(backends) -> int:
+        # What a crawl killed after DuckDuckGo's page 1 leaves: its entry running under a dead
+        # owner, its query running with page 1 stored.
+        store = backends.store
+        record = await store.create_batch(
+            source=str(batch_file), content_hash=batch.content_hash, entries=entry_specs(batch)
+        )
+        (entry,) = await store.take_entries(
+            record.id, 1, owner=f"{socket.gethostname()}:{gone.pid}", lease_s=300
+        )
+        query_id = await store.start_query(
+            QueryRecord(
+                "tidal flat",
+                "tidal flat",
+                "duckduckgo",
+                1,
+                2,
+                "fixed",
+                sources="serp",
+                batch_entry_id=entry.id,
+            )
+        )
+        await store.store_page(PageRecord(query_id, "duckduckgo", 1, "ok", 0), [])
+        return query_id
+
+    interrupted = with_store(db_path, killed_after_page_1)
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE queries SET pid = ?", (gone.pid,))
+
+    result = run_scrapy("batch", str(batch_file), env=scrapy_env(simulator, db_path))
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "cannot resume at page 2" in result.stderr and "as a new query" in result.stderr
+    (entry,) = query_db(db_path, "SELECT state, query_id, attempts FROM batch_entries")
+    assert (entry["state"], entry["attempts"]) == ("done", 2)
+    assert entry["query_id"] != interrupted
+    pages = query_db(db_path, "SELECT query_id, page_number FROM serp_pages ORDER BY 1, 2")
+    assert [(p["query_id"], p["page_number"]) for p in pages] == [
+        (interrupted, 1),
+        (entry["query_id"], 1),
+        (entry["query_id"], 2),
+    ]
+    statuses = query_db(db_path, "SELECT id, status FROM queries ORDER BY id")
+    assert [(q["id"], q["status"]) for q in statuses] == [
+        (interrupted, "interrupted"),
+        (entry["query_id"], "finished"),
+    ]
