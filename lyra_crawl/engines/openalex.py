@@ -45,7 +45,7 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
     records = doc["results"]
     groups = doc.get("group_by")
     if not isinstance(records, list) or (groups and not records):
-        found = f"{len(groups)} group_by counts" if groups else "results that are no list"
+        found = f"{len(groups)} group_by counts" if groups else "results that are not a list"
         return layout_changed(SHAPE, f"the body has {found}")
     if records and not any(_is_work(record) for record in records):
         first = records[0].get("id") if isinstance(records[0], dict) else records[0]
