@@ -26,7 +26,7 @@ _NUMBER_RE = re.compile(r"[0-9]{1,9}")
 
 def page_selector(body: bytes) -> Selector | None:
     """The page as a Selector, or None when there is nothing to parse."""
-    if not body.strip():
+    if not body or body.isspace():
         return None
     return Selector(body=body, encoding=page_encoding(body), type="html")
 
