@@ -27,7 +27,9 @@ from lyra_crawl.backends.records import (
     EngineState,
     EntrySpec,
     Intervention,
+    LandingPage,
     PageRecord,
+    PaperToRead,
     QueryRecord,
     RateClaim,
     RequestBucket,
@@ -139,6 +141,27 @@ class ResultStore(Backend, Protocol):
     async def papers_of(self, query_id: int) -> list[StoredPaper]: ...
 
     async def attribution_counts(self, query_id: int) -> dict[str, int]: ...
+
+    # -- landing pages (the papers spider) -------------------------------------------------
+    async def papers_to_read(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[PaperToRead]:
+        """The papers a task's queries (or one query) found that are queued for a fetch
+        (`evidence = fetch`), by id, each with the landing page last asked for it and what
+        that gave."""
+        ...
+
+    async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
+        """Keep what asking for a paper's landing page gave (one row per paper and URL, its
+        attempts counted). With `abstract`, the paper takes it and its evidence becomes
+        `abstract`, in the same transaction."""
+        ...
+
+    async def landing_pages(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[LandingPage]:
+        """The landing pages asked for a task's (or a query's) papers, by paper id and URL."""
+        ...
 
     # -- search-level cache ----------------------------------------------------------------
     async def fresh_cache_entry(self, key: str, now: datetime) -> int | None: ...

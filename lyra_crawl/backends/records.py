@@ -114,6 +114,34 @@ class StoredPaper:
     sources: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class PaperToRead:
+    """A paper queued for a fetch (`evidence = fetch`), with the page last asked for it and
+    what that gave (lyra_crawl.papers.landing_fetch decides whether to ask again)."""
+
+    paper_id: int
+    title: str
+    fetch_url: str | None
+    fetch_urls: Mapping[str, str] = field(default_factory=dict)
+    last_url: str | None = None
+    last_outcome: str | None = None
+
+
+@dataclass(frozen=True)
+class LandingPage:
+    """A paper's landing page as last asked for (a `landing_pages` row): the outcome
+    (lyra_crawl.papers.landing.LandingOutcome), the metadata field the abstract came from."""
+
+    paper_id: int
+    url: str
+    outcome: str
+    detail: str = ""
+    http_status: int | None = None
+    metadata_field: str | None = None
+    attempts: int = 1
+    fetched_at: str = ""
+
+
 # -- interventions ---------------------------------------------------------------------------
 
 

@@ -24,7 +24,9 @@ from lyra_crawl.backends.records import (
     BlockCount,
     DepthRates,
     Intervention,
+    LandingPage,
     Moments,
+    PaperToRead,
     StoredItem,
     StoredPage,
     StoredPaper,
@@ -119,6 +121,16 @@ def stored_paper(row: Row) -> StoredPaper:
     values["external_ids"] = _json(row["external_ids"], {})
     values["sources"] = tuple(_json(row["sources"], []))
     return StoredPaper(**values)
+
+
+def paper_to_read(row: Row) -> PaperToRead:
+    values = {name: row[name] for name in _field_names(PaperToRead)}
+    values["fetch_urls"] = _json(row["fetch_urls"], {})
+    return PaperToRead(**values)
+
+
+def landing_page(row: Row) -> LandingPage:
+    return LandingPage(**{name: row[name] for name in _field_names(LandingPage)})
 
 
 def intervention(row: Row) -> Intervention:
@@ -271,3 +283,67 @@ def depth_rates(found: Iterable[Sequence[Any]]) -> list[DepthRates]:
             harvest_sq,
         ) in found
     ]
+
+
+# -- landing pages: the SQL both stores run, given their placeholder ("?" or "%s") ------------
+
+
+def papers_to_read_sql(mark: str) -> str:
+    """Papers queued for a fetch that a task's queries (first parameter) or one query (second)
+    found, each with its latest landing page."""
+    return (
+        "SELECT paper.id AS paper_id, paper.title, paper.fetch_url, paper.fetch_urls,"
+        " last.url AS last_url, last.outcome AS last_outcome FROM papers AS paper"
+        " LEFT JOIN (SELECT paper_id, url, outcome, ROW_NUMBER() OVER"
+        " (PARTITION BY paper_id ORDER BY fetched_at DESC, url) AS latest FROM landing_pages)"
+        " AS last ON last.paper_id = paper.id AND last.latest = 1"
+        f" WHERE paper.evidence = 'fetch' AND paper.id IN ({_papers_of_target(mark)})"
+        " ORDER BY paper.id"
+    )
+
+
+def landing_pages_sql(mark: str) -> str:
+    """The landing pages of a task's (first parameter) or one query's (second) papers."""
+    return (
+        f"SELECT * FROM landing_pages WHERE paper_id IN ({_papers_of_target(mark)})"
+        " ORDER BY paper_id, url"
+    )
+
+
+def landing_page_upsert_sql(mark: str, now: str) -> str:
+    """One paper's landing page as asked for now (`now`: the store's clock), its attempts
+    counted; parameters are LandingPage's fields up to metadata_field."""
+    return (
+        "INSERT INTO landing_pages (paper_id, url, outcome, detail, http_status,"
+        f" metadata_field, attempts, fetched_at) VALUES ({', '.join([mark] * 6)}, 1, {now})"
+        " ON CONFLICT (paper_id, url) DO UPDATE SET outcome = excluded.outcome,"
+        " detail = excluded.detail, http_status = excluded.http_status,"
+        " metadata_field = excluded.metadata_field,"
+        " attempts = landing_pages.attempts + 1, fetched_at = excluded.fetched_at"
+    )
+
+
+def paper_from_landing_sql(mark: str, now: str) -> str:
+    """A paper takes the abstract read from its landing page (parameters: abstract, id)."""
+    return (
+        f"UPDATE papers SET abstract = {mark}, evidence = 'abstract', fetch_url = NULL,"
+        f" evidence_reason = NULL, updated_at = {now} WHERE id = {mark}"
+    )
+
+
+def landing_page_values(page: LandingPage) -> tuple[Any, ...]:
+    return (
+        page.paper_id,
+        page.url,
+        page.outcome,
+        page.detail,
+        page.http_status,
+        page.metadata_field,
+    )
+
+
+def _papers_of_target(mark: str) -> str:
+    return (
+        "SELECT item.paper_id FROM serp_items AS item JOIN queries AS query"
+        f" ON query.id = item.query_id WHERE query.task_id = {mark} OR query.id = {mark}"
+    )

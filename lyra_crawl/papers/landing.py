@@ -38,7 +38,7 @@ __all__ = ["LandingAbstract", "LandingOutcome", "clean_text", "judge_fields", "r
 
 
 class LandingOutcome(StrEnum):
-    """What reading a landing page's metadata gave."""
+    """What asking for a landing page and reading its metadata gave."""
 
     ABSTRACT = "abstract"
     BLOCKED = "blocked"
@@ -46,6 +46,12 @@ class LandingOutcome(StrEnum):
     TOO_SHORT = "too_short"
     TRUNCATED = "truncated"
     NOT_AN_ABSTRACT = "not_an_abstract"
+    # What the fetch itself can end with (lyra_crawl.papers.landing_fetch).
+    NOT_FOUND = "not_found"
+    NOT_HTML = "not_html"
+    ROBOTS_DISALLOWED = "robots_disallowed"
+    HTTP_ERROR = "http_error"
+    NETWORK_ERROR = "network_error"
 
 
 @dataclass(frozen=True)

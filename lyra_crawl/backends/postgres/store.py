@@ -29,7 +29,9 @@ from lyra_crawl.backends.records import (
     DepthRates,
     EntrySpec,
     Intervention,
+    LandingPage,
     PageRecord,
+    PaperToRead,
     QueryRecord,
     RequestBucket,
     StopReasonCount,
@@ -382,6 +384,32 @@ class PostgresStore:
                 (query_id,),
             )
         return {attribution: count for attribution, count in found}
+
+    # -- landing pages (the papers spider) -------------------------------------------------
+
+    async def papers_to_read(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[PaperToRead]:
+        return await self._db.select(
+            rows.paper_to_read, rows.papers_to_read_sql("%s"), (task_id, query_id)
+        )
+
+    async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                rows.landing_page_upsert_sql("%s", "now()"), rows.landing_page_values(page)
+            )
+            if abstract is not None:
+                await conn.execute(
+                    rows.paper_from_landing_sql("%s", "now()"), (abstract, page.paper_id)
+                )
+
+    async def landing_pages(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[LandingPage]:
+        return await self._db.select(
+            rows.landing_page, rows.landing_pages_sql("%s"), (task_id, query_id)
+        )
 
     # -- search-level cache ----------------------------------------------------------------
 

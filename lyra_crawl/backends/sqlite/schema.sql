@@ -109,6 +109,20 @@ CREATE TABLE IF NOT EXISTS papers (
 CREATE INDEX IF NOT EXISTS papers_arxiv ON papers (arxiv_id);
 CREATE INDEX IF NOT EXISTS papers_pmid ON papers (pmid);
 
+-- Papers' landing pages the papers spider asked for: one row per paper and URL, with what the
+-- last request gave (lyra_crawl.papers.landing.LandingOutcome).
+CREATE TABLE IF NOT EXISTS landing_pages (
+    paper_id        INTEGER NOT NULL REFERENCES papers (id),
+    url             TEXT NOT NULL,                 -- the page asked for, before any redirect
+    outcome         TEXT NOT NULL,                 -- abstract | no_metadata | not_found | ...
+    detail          TEXT NOT NULL DEFAULT '',      -- why, in words
+    http_status     INTEGER,
+    metadata_field  TEXT,                          -- the field the abstract was read from
+    attempts        INTEGER NOT NULL DEFAULT 1,
+    fetched_at      TEXT NOT NULL,
+    PRIMARY KEY (paper_id, url)
+);
+
 -- Daily quotas: one row per engine and UTC date.
 CREATE TABLE IF NOT EXISTS engine_usage (
     engine       TEXT NOT NULL,

@@ -23,7 +23,9 @@ from lyra_crawl.backends.records import (
     DepthRates,
     EntrySpec,
     Intervention,
+    LandingPage,
     PageRecord,
+    PaperToRead,
     QueryRecord,
     RequestBucket,
     StopReasonCount,
@@ -359,6 +361,34 @@ class SqliteStore(SqliteBackend):
                     (query_id,),
                 )
             }
+        )
+
+    # -- landing pages (the papers spider) -------------------------------------------------
+
+    async def papers_to_read(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[PaperToRead]:
+        return await self._db.select(
+            rows.paper_to_read, rows.papers_to_read_sql("?"), (task_id, query_id)
+        )
+
+    async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
+        now = utc_now()
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                rows.landing_page_upsert_sql("?", "?"), (*rows.landing_page_values(page), now)
+            )
+            if abstract is not None:
+                conn.execute(rows.paper_from_landing_sql("?", "?"), (abstract, now, page.paper_id))
+
+        await self._db.write(record)
+
+    async def landing_pages(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[LandingPage]:
+        return await self._db.select(
+            rows.landing_page, rows.landing_pages_sql("?"), (task_id, query_id)
         )
 
     # -- search-level cache ----------------------------------------------------------------
