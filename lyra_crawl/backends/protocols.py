@@ -61,14 +61,13 @@ class ResultStore(Backend, Protocol):
         this query (its id and engine) in the same transaction."""
         ...
 
-    async def interrupted_query(
-        self, record: QueryRecord, *, any_engine: bool
-    ) -> StoredQuery | None:
-        """The latest interrupted crawl of the same query, pages and options as `record`."""
+    async def resumable_query(self, record: QueryRecord, *, any_engine: bool) -> StoredQuery | None:
+        """The latest interrupted or cancelled crawl of the same query, pages and options as
+        `record`."""
         ...
 
     async def reopen_query(self, query_id: int) -> None:
-        """Make an interrupted query this process's running crawl again."""
+        """Make an interrupted or cancelled query this process's running crawl again."""
         ...
 
     async def finish_query(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from lyra_crawl.items import ResultItem
@@ -20,6 +21,22 @@ class BackendError(RuntimeError):
 
 
 # -- queries ---------------------------------------------------------------------------------
+
+
+class QueryStatus(str, Enum):
+    """A `queries` row's status."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    # Stopped on request before every source was done: Ctrl-C, SIGTERM, Scrapyd's cancel.
+    CANCELLED = "cancelled"
+    # Killed or crashed (marked when the next crawl opens the store), or closed by a backend
+    # failure.
+    INTERRUPTED = "interrupted"
+
+
+# A crawl `-a resume=true` (or a batch taking its entry again) goes on with.
+RESUMABLE_STATUSES = (QueryStatus.INTERRUPTED, QueryStatus.CANCELLED)
 
 
 @dataclass(frozen=True)

@@ -434,19 +434,21 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     )
     await store.save_papers(second, [(again, ["https://a/"])], {"https://a/": 1}, {"both": 1})
     see("papers_of merged", await store.papers_of(second))
+    marsh = record(query_text="tidal marsh", normalized_query="tidal marsh")
+    # One finished, one running: nothing to resume yet.
+    assert await store.resumable_query(marsh, any_engine=True) is None
     await store.finish_query(
         second,
-        status="interrupted",
-        stop_reasons={"mojeek": "error"},
-        errors={"mojeek": "timeout"},
+        status="cancelled",
+        stop_reasons={"mojeek": "cancelled"},
+        errors={},
         relevance_threshold=None,
     )
-    see(
-        "interrupted_query",
-        await store.interrupted_query(
-            record(query_text="tidal marsh", normalized_query="tidal marsh"), any_engine=True
-        ),
+    resumable = see(
+        "resumable_query",
+        await store.resumable_query(marsh, any_engine=True),
     )
+    assert resumable is not None and resumable.id == second
     see("query", await store.query(second))
     see("query_ids task", await store.query_ids(task_id="t1"))
     see("query_ids last", await store.query_ids(last=1))
