@@ -169,7 +169,7 @@ KNOWN_ENGINES = ", ".join(sorted(yaml.safe_load(PARSERS)["engines"]))
         (
             lambda d: d["engines"]["mojeek"]["parse"].update(url=[".//h2/a/@href", None]),
             None,
-            "search_parsers.yaml: engine 'mojeek': parse.url[1] must be a string (got None)",
+            "search_parsers.yaml: engine 'mojeek': parse[0].url[1] must be a string (got None)",
         ),
         (
             lambda d: d["engines"]["mojeek"]["blocks"][0].update(body_contains="automated"),

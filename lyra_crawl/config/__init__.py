@@ -38,7 +38,9 @@ from lyra_crawl.config.models import (
     EngineSpec,
     FollowUp,
     LastMilePolicy,
+    Layout,
     LyraConfig,
+    NoResultsMarkers,
     PaginationDefaults,
 )
 
@@ -68,7 +70,9 @@ __all__ = [
     "EngineSpec",
     "FollowUp",
     "LastMilePolicy",
+    "Layout",
     "LyraConfig",
+    "NoResultsMarkers",
     "PaginationDefaults",
     "SafeLoader",
     "load_config",

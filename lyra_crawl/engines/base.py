@@ -20,10 +20,15 @@ _WHOLE_NUMBER_RE = re.compile(r"\s*([0-9]{1,18})\s*")
 
 
 class Outcome(StrEnum):
-    """What a fetched page turned out to be. Every value but OK and EMPTY is a block."""
+    """What a fetched page turned out to be. Every value but OK, EMPTY, LAYOUT_CHANGED and ERROR
+    is a block."""
 
     OK = "ok"
+    # The engine's own "nothing matched" page (or an API's empty answer).
     EMPTY = "empty"
+    # Neither results, nor a known no-results page, nor a block: the parser no longer reads the
+    # page. Never a block: the engine did nothing wrong, the parser is stale.
+    LAYOUT_CHANGED = "layout_changed"
     CAPTCHA = "captcha"
     JAVASCRIPT_REQUIRED = "javascript_required"
     GEO_BLOCK = "geo_block"
@@ -72,6 +77,11 @@ class Extracted:
     error: str = ""
     # A block the body itself declares (an API's error code) where no marker can tell it.
     block: Outcome | None = None
+    # Set when the body has another shape than the one the parser reads: what it expected.
+    layout_changed: str = ""
+    # HTML: the layout whose result containers were found ('' when none), and how many.
+    layout: str = ""
+    containers: int = 0
     next_request: PageRequest | None = None
     follow_up: PageRequest | None = None
     dropped: dict[str, int] = field(default_factory=dict)

@@ -32,24 +32,36 @@ def detect_block(
     engines and empty bodies).
     """
     for rule in spec.blocks:
-        if status in rule.status and (
-            not rule.body_contains or any(_contains(text, m) for m in rule.body_contains)
-        ):
+        # Body text decides alone, whatever the status: a block page saved to a file or served
+        # as 200 by a proxy says what it is all the same.
+        marker = found_marker(text, page, rule.body_contains, rule.xpath)
+        if marker:
+            return rule.kind, marker
+        if status in rule.status and not rule.body_contains:
             return rule.kind, f"HTTP {status}"
-        for marker in rule.url_contains:
-            if marker in url:
+        for part in rule.url_contains:
+            if part in url:
                 return rule.kind, f"redirected to {url}"
-        if not rule.status:
-            for marker in rule.body_contains:
-                if _contains(text, marker):
-                    return rule.kind, f"page contains {marker!r}"
-        if page is not None:
-            for xpath in rule.xpath:
-                if page.xpath(xpath):
-                    return rule.kind, f"page matches {xpath!r}"
     if status in STATUS_BLOCKS:
         return STATUS_BLOCKS[status], f"HTTP {status}"
     return None
+
+
+def found_marker(
+    text: str, page: Selector | None, body_contains: Sequence[str], xpaths: Sequence[str]
+) -> str:
+    """Which of the markers the page holds, said for a detail; '' when none.
+
+    `xpaths` run on `page` only (None for API engines and empty bodies).
+    """
+    for marker in body_contains:
+        if _contains(text, marker):
+            return f"page contains {marker!r}"
+    if page is not None:
+        for xpath in xpaths:
+            if page.xpath(xpath):
+                return f"page matches {xpath!r}"
+    return ""
 
 
 @lru_cache(maxsize=256)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from lxml import etree
 from parsel import Selector, SelectorList
 from w3lib.encoding import html_body_declared_encoding, read_bom
 
-from lyra_crawl.config import EngineSpec
+from lyra_crawl.config import EngineSpec, Layout
 from lyra_crawl.engines.base import Extracted, PageRequest, SerpResult
 from lyra_crawl.engines.request import page_index
 from lyra_crawl.engines.urls import is_web_url, unwrap_redirect
@@ -63,6 +63,14 @@ def text_of(found: Selector) -> str:
     return ""  # a number or boolean an XPath function returned
 
 
+def visible_text(page: Selector) -> str:
+    """The text the page shows: its text nodes outside scripts, styles and templates."""
+    nodes = page.root.xpath(
+        "//body//text()[not(ancestor::script or ancestor::style or ancestor::template)]"
+    )
+    return " ".join(" ".join(nodes).split())
+
+
 def first_match(selector: Selector, xpaths: Sequence[str]) -> SelectorList[Selector]:
     """What the first alternative that finds anything finds."""
     for xpath in xpaths:
@@ -82,13 +90,16 @@ def first_text(selector: Selector, xpaths: Sequence[str]) -> str:
 
 
 def extract(spec: EngineSpec, page: Selector, page_number: int) -> Extracted:
-    """Organic results in page order, the page number shown, and the next-page form."""
-    rules = spec.parse
+    """Organic results in page order, the page number shown, and the next-page form.
+
+    The layouts are tried in order; the first whose result containers are on the page is read.
+    """
+    layout, nodes = _matching_layout(spec.parse, page)
     results = []
     dropped: dict[str, int] = {}
-    for node in first_match(page, rules["results"]):
-        href = first_text(node, rules["url"])
-        title = first_text(node, rules["title"])
+    for node in nodes:
+        href = first_text(node, layout.url)
+        title = first_text(node, layout.title)
         reason = None
         url = result_url(spec, href)
         if not href:
@@ -104,16 +115,41 @@ def extract(spec: EngineSpec, page: Selector, page_number: int) -> Extracted:
             SerpResult(
                 url=url,
                 title=title,
-                snippet=first_text(node, rules.get("snippet", ())),
-                date=first_text(node, rules.get("date", ())) or None,
+                snippet=first_text(node, layout.snippet),
+                date=first_text(node, layout.date) or None,
             )
         )
     return Extracted(
         results=tuple(results),
-        shown_page=shown_page(spec, page),
+        shown_page=shown_page(layout, page),
         next_request=next_page_form(spec, page, page_number) if spec.next_page == "form" else None,
         dropped=dropped,
+        layout=layout.layout if nodes else "",
+        containers=len(nodes),
     )
+
+
+def _matching_layout(
+    layouts: Sequence[Layout], page: Selector
+) -> tuple[Layout, SelectorList[Selector]]:
+    """The first layout whose result containers are on the page, with them; else the first."""
+    for layout in layouts:
+        nodes = first_match(page, layout.results)
+        if nodes:
+            return layout, nodes
+    return layouts[0], SelectorList()
+
+
+def outbound_links(spec: EngineSpec, page: Selector) -> int:
+    """How many links on the page lead off the engine's own site (evidence of a stale parser)."""
+    own = spec.host.removeprefix("www.")
+    count = 0
+    for href in page.xpath("//a/@href").getall():
+        url = result_url(spec, href)
+        host = urlsplit(url).hostname or ""
+        if is_web_url(url) and not host.endswith(own):
+            count += 1
+    return count
 
 
 def result_url(spec: EngineSpec, href: str) -> str:
@@ -126,9 +162,9 @@ def result_url(spec: EngineSpec, href: str) -> str:
         return ""
 
 
-def shown_page(spec: EngineSpec, page: Selector) -> int | None:
+def shown_page(layout: Layout, page: Selector) -> int | None:
     """The page number the pager marks as current, in our numbering (1 = first page)."""
-    match = _NUMBER_RE.search(first_text(page, spec.parse.get("current_page", ())))
+    match = _NUMBER_RE.search(first_text(page, layout.current_page))
     return int(match.group()) if match else None
 
 

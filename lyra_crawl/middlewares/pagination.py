@@ -107,6 +107,7 @@ class PaginationMiddleware:
             results=len(items),
             figures=figures,
             blocked=page.outcome.is_block,
+            layout_changed=page.outcome is Outcome.LAYOUT_CHANGED,
             error=page.outcome is Outcome.ERROR,
         )
         go_on = decision.fetch_next and proposed
@@ -142,6 +143,15 @@ class PaginationMiddleware:
                 first,
                 page.page_number - 1,
             )
+        elif reason is StopReason.LAYOUT_CHANGED:
+            logger.warning(
+                "%s page %d is in a layout the parser does not read (%s): the engine's parse "
+                "rules in search_parsers.yaml need updating; see `scrapy engines`",
+                page.source,
+                page.page_number,
+                page.detail,
+            )
+            detail = f"page {page.page_number}: {page.detail}"
         elif reason is StopReason.ERROR:
             logger.error("%s page %d failed: %s", page.source, page.page_number, page.detail)
             detail = f"page {page.page_number}: {page.detail}"

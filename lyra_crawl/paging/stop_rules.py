@@ -11,9 +11,10 @@ harvest minimums) and by the engine's own `max_pages` cap from `config/engines.y
 - auto: as fixed, and also stop when a page's novelty or harvest rate falls below its minimum.
 - exhaustive: ignore the rates and `serp_max_pages`; run to the engine's `max_pages` cap.
 
-Every strategy stops early on a blocked page, an error, a spent quota or an empty page. When
-several stop reasons hold at once, the reported one is the first of
-blocked > error > quota > empty_page > max_pages (or pagination_disabled) > novelty > harvest:
+Every strategy stops early on a blocked page, a page in a layout the parser does not read, an
+error, a spent quota or an empty page. When several stop reasons hold at once, the reported one
+is the first of blocked > layout_changed > error > quota > empty_page > max_pages (or
+pagination_disabled) > novelty > harvest:
 conditions that say the source cannot go on outrank the page limit, which outranks the
 judgement calls on the rates. `cancelled` is given to sources still paging when the crawl
 closes before they are done (the query's status is then `cancelled` too).
@@ -52,6 +53,8 @@ class StopReason(str, Enum):
     HARVEST = "harvest"
     EMPTY_PAGE = "empty_page"
     BLOCKED = "blocked"
+    # The page was neither results nor the engine's no-results page: the parser is stale.
+    LAYOUT_CHANGED = "layout_changed"
     ERROR = "error"
     QUOTA = "quota"
     # The crawl closed before the source finished (Ctrl-C, a shutdown); a backend failure that
@@ -60,7 +63,8 @@ class StopReason(str, Enum):
 
 
 # The source is done with its query, judged from its pages: a resumed query does not page it
-# again. Any other reason (blocked, error, quota, cancelled) may not hold at a later try.
+# again. Any other reason (blocked, layout_changed, error, quota, cancelled) may not hold at a
+# later try.
 FINAL_STOP_REASONS = frozenset(
     reason.value
     for reason in (
@@ -136,6 +140,7 @@ class PageContext:
     novelty_rate: float
     harvest_rate: float | None  # None when relevance was not computed
     blocked: bool = False
+    layout_changed: bool = False
     error: bool = False
     quota_spent: bool = False
     engine_max_pages: int | None = None
@@ -174,6 +179,8 @@ class PaginationStrategy:
         page = ctx.page_number
         if ctx.blocked:
             return _stop(StopReason.BLOCKED, f"page {page} was blocked")
+        if ctx.layout_changed:
+            return _stop(StopReason.LAYOUT_CHANGED, f"page {page} is in a layout no rule reads")
         if ctx.error:
             return _stop(StopReason.ERROR, f"page {page} failed")
         if ctx.quota_spent:

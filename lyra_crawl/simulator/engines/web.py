@@ -64,9 +64,13 @@ class Google(OffsetPaged):
             f'<td><a href="/search?{following}"><h3>More results</h3></a></td></tr></table>'
             "</div></div>"
         )
+        nothing = (
+            f'<div id="topstuff"><div class="card-section"><p>Your search - <b>{escape(query)}'
+            "</b> - did not match any documents.</p></div></div>"
+        )
         main = (
-            f'<div id="main"><div id="center_col">{ad}<div id="search"><div id="rso">{rows}'
-            f"</div></div>{pager if results else ''}</div></div>"
+            f'<div id="main"><div id="center_col">{ad if results else nothing}<div id="search">'
+            f'<div id="rso">{rows}</div></div>{pager if results else ""}</div></div>'
         )
         if self.javascript:
             main = (
@@ -185,8 +189,13 @@ class Brave(OffsetPaged):
             '<div class="snippet" data-type="videos"><a href="https://www.youtube.com/watch?v=sim">'
             '<div class="title">Videos</div></a></div>'
         )
+        nothing = (
+            '<div class="no-results"><h2>Not many great matches came back for your search</h2>'
+            "</div>"
+        )
         return html_page(
-            f"{query} - Brave Search", f'<div id="results">{rows}{videos if rows else ""}</div>'
+            f"{query} - Brave Search",
+            f'<div id="results">{rows}{videos if rows else nothing}</div>',
         )
 
     def captcha_page(self, query: str) -> SimPage:
@@ -217,8 +226,12 @@ class Ecosia(OffsetPaged):
             '<div data-test-id="ad-google"><article class="ad-result"><a href="https://ad.sim/">'
             "<h2>Sponsored</h2></a></article></div></div>"
         )
+        nothing = (
+            '<div data-test-id="mainline-no-results"><p>We didn\'t find any results for '
+            f"<b>{escape(query)}</b></p></div>"
+        )
         return html_page(
-            f"{query} - Ecosia", f'<div class="mainline">{ad if rows else ""}{rows}</div>'
+            f"{query} - Ecosia", f'<div class="mainline">{ad + rows if rows else nothing}</div>'
         )
 
     def captcha_page(self, query: str) -> SimPage:
@@ -248,9 +261,11 @@ class Marginalia(OffsetPaged):
             for r in results
         )
         following = f"/search?query={quote(query)}&page={page_number + 1}"
+        nothing = "<h2>No search results found</h2>"
         return html_page(
             f"Marginalia Search - {query}",
-            f'<div class="results">{rows}</div><nav><a href="{escape(following)}">Next</a></nav>',
+            f'<div class="results">{rows or nothing}</div>'
+            f'<nav><a href="{escape(following)}">Next</a></nav>',
         )
 
     def captcha_page(self, query: str) -> SimPage:
