@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from lyra_crawl.simulator.corpus import CorpusShape
-from lyra_crawl.simulator.engines import ENGINE_NAMES, build_engines
+from lyra_crawl.simulator.engines import ENGINE_NAMES
 from lyra_crawl.simulator.server import Faults, SimulatorState, open_log, serve
 
 
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
         faults=faults,
         log=open_log(args.request_log),
         shape_by_query=args.shape_by_query,
-        engines=build_engines(google_js=args.google_js),
+        google_js=args.google_js,
     )
     server = serve(args.host, args.port, state)
     host, port = server.server_address[:2]

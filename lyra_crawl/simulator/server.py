@@ -4,7 +4,9 @@ Every request is logged as one JSON line (time, engine, method, path, params). F
 injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
 connections, slow answers, empty pages after a given page, bodies cut off halfway; and latency
 on every answer. Pages that are not result pages (a token-bearing home page, a follow-up answer,
-the page a CAPTCHA redirect lands on) are answered before any fault.
+the page a CAPTCHA redirect lands on, the citation graph, landing pages) are answered before
+any fault. Every query a result page is asked for joins the PaperIndex, so its papers can then
+be looked up by id.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
+from lyra_crawl.simulator.engines.paper_ids import PaperIndex
 
 PageKey = tuple[str, int]
 LOGGED_HEADERS = ("x-api-key",)
@@ -46,8 +49,13 @@ class SimulatorState:
     faults: Faults
     log: IO[str] | None = None
     shape_by_query: bool = False
-    engines: dict[str, SimEngine] = field(default_factory=build_engines)
+    google_js: bool = True
+    papers: PaperIndex = field(default_factory=PaperIndex)
+    engines: dict[str, SimEngine] = field(init=False)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.engines = build_engines(google_js=self.google_js, papers=self.papers)
 
     def shape_for(self, query: str) -> CorpusShape:
         return shape_for_query(query) if self.shape_by_query else self.shape
@@ -125,6 +133,7 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 self.connection.close()
                 return
             query = engine.query(params)
+            state.papers.remember(query)
             if key in faults.captcha_at:
                 self._send(engine.captcha_page(query), engine_name)
                 return
