@@ -5,8 +5,10 @@ Results are drawn from a seeded sequence per query. Later pages repeat a share o
 terms in titles and snippets), so novelty and harvest fall with depth as on real engines.
 
 Result number `index` of a query is also a paper: its publisher page (`landing_url`, where a
-DOI link leads) and its abstract (`abstract_of`: the snippet and three sentences more, some
-400 characters with `±`, `<` and `°C` in them) depend only on the query and the index.
+DOI link leads) depends only on the query and the index, its abstract (`abstract_of`: the
+snippet and three sentences more, some 350 characters with `±`, `<` and `°C` in them) also on
+whether a page shows it on topic (with `--drift`); the citation graph and the landing pages
+show every paper on topic.
 """
 
 from __future__ import annotations
