@@ -25,6 +25,7 @@ from lyra_crawl.backends.records import (
     DepthRates,
     Intervention,
     Moments,
+    StaleParser,
     StoredItem,
     StoredPage,
     StoredPaper,
@@ -111,6 +112,10 @@ def stored_query(row: Row | None) -> StoredQuery | None:
 
 def stored_page(row: Row) -> StoredPage:
     return StoredPage(**{name: row[name] for name in _field_names(StoredPage)})
+
+
+def stale_parser(row: Row) -> StaleParser:
+    return StaleParser(**{name: row[name] for name in _field_names(StaleParser)})
 
 
 def stored_paper(row: Row) -> StoredPaper:
