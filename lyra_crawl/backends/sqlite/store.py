@@ -296,28 +296,7 @@ class SqliteStore(SqliteBackend):
         )
 
     async def stale_parsers(self) -> list[StaleParser]:
-        # The layout_changed pages stored after each engine's last ok or empty page (by time,
-        # then id: two pages can share a millisecond).
-        return await self._db.select(
-            rows.stale_parser,
-            "WITH last_read AS ("
-            "  SELECT source, fetched_at, id,"
-            "  ROW_NUMBER() OVER (PARTITION BY source ORDER BY fetched_at DESC, id DESC) AS newest"
-            "  FROM serp_pages WHERE outcome IN ('ok', 'empty')"
-            "), stale AS ("
-            "  SELECT p.source, p.query_id, p.page_number, p.fetched_at,"
-            "  MIN(p.fetched_at) OVER (PARTITION BY p.source) AS since,"
-            "  COUNT(*) OVER (PARTITION BY p.source) AS pages,"
-            "  ROW_NUMBER() OVER (PARTITION BY p.source ORDER BY p.fetched_at DESC, p.id DESC)"
-            "  AS newest"
-            "  FROM serp_pages p"
-            "  LEFT JOIN last_read r ON r.source = p.source AND r.newest = 1"
-            "  WHERE p.outcome = 'layout_changed'"
-            "  AND (r.id IS NULL OR (p.fetched_at, p.id) > (r.fetched_at, r.id))"
-            ")"
-            " SELECT source AS engine, since, pages, query_id, page_number, fetched_at FROM stale"
-            " WHERE newest = 1 ORDER BY source",
-        )
+        return await self._db.select(rows.stale_parser, rows.STALE_PARSERS)
 
     # -- papers ----------------------------------------------------------------------------
 
