@@ -93,6 +93,19 @@ def test_an_engine_whose_breaker_is_open_is_not_sent_a_request(start_simulator, 
     assert len(simulator.requests("mojeek")) == 1
 
 
+def test_a_token_page_answered_is_not_the_check_page_1_that_got_no_answer_is(
+    start_simulator, db_path, tmp_path
+):
+    simulator = start_simulator("--drop-at", "startpage:1")
+
+    result = check_engines(simulator, db_path, tmp_path / "data", "startpage")
+
+    assert result.returncode == 1
+    line = lines_of(result.stdout)["startpage"]
+    assert line["outcome"].startswith("error: ") and line["path"] is None
+    assert simulator.requests("startpage")[0]["path"] == "/"  # the token page was answered
+
+
 def test_every_enabled_engine_is_checked_and_all_ok_exits_0(start_simulator, db_path, tmp_path):
     simulator = start_simulator("--no-google-js")
 

@@ -34,6 +34,7 @@ from lyra_crawl.engines.base import Outcome
 from lyra_crawl.paging.stop_rules import StopReason
 from lyra_crawl.query.arguments import ArgumentError, check_engine, parse_launch, usable_engines
 from lyra_crawl.session.page_outcome import PageOutcome, page_judged
+from lyra_crawl.session.request_state import RequestKind
 from lyra_crawl.session.saved_pages import check_page_path, data_dir, page_suffix, save_page, stamp
 from lyra_crawl.spiders.serp import SerpSpider
 
@@ -127,13 +128,16 @@ def check_arguments(config: LyraConfig, engine: str, query: str, task_id: str) -
 
 
 class LastPage:
-    """The last page one check's crawl judged (the token page, then page 1, if there is one)."""
+    """The page that tells how one check went: page 1 (or its follow-up), or a token page that
+    did not let the crawl reach it."""
 
     def __init__(self) -> None:
         self.page: PageOutcome | None = None
         self.response: Response | None = None
 
     def page_judged(self, page: PageOutcome, response: Response) -> None:
+        if page.kind is RequestKind.TOKEN_PAGE and page.outcome is Outcome.OK:
+            return  # it only opens the way to page 1
         self.page, self.response = page, response
 
 
