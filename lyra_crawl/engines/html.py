@@ -24,27 +24,30 @@ from lyra_crawl.engines.urls import is_web_url, unwrap_redirect
 _NUMBER_RE = re.compile(r"[0-9]{1,9}")
 
 
-def decode(body: bytes) -> tuple[str, bool]:
-    """The body as text (undecodable bytes replaced) and whether it is all UTF-8."""
-    try:
-        return body.decode("utf-8"), True
-    except UnicodeDecodeError:
-        return body.decode("utf-8", errors="replace"), False
-
-
-def page_selector(body: bytes, *, utf8: bool) -> Selector | None:
-    """The page as a Selector, or None when there is nothing to parse.
-
-    A body that decodes as UTF-8 is read as UTF-8: pages saved without a charset (fragments,
-    some engines) would be read as Latin-1. Any other is read in the charset it declares (byte
-    order mark, <meta charset>), else in cp1252, as browsers do.
-    """
-    if not body.strip():
+def page_selector(body: bytes) -> Selector | None:
+    """The page as a Selector, or None when there is nothing to parse."""
+    if not body or body.isspace():
         return None
-    encoding = "utf-8"
-    if not utf8:
-        encoding = read_bom(body)[0] or html_body_declared_encoding(body) or "cp1252"
-    return Selector(body=body, encoding=encoding, type="html")
+    return Selector(body=body, encoding=page_encoding(body), type="html")
+
+
+def page_encoding(body: bytes) -> str:
+    """The charset to read the page in.
+
+    A page that declares UTF-8, or decodes as UTF-8, is read as UTF-8: pages saved without a
+    charset (fragments, some engines) would be read as Latin-1, and pages re-saved as UTF-8 keep
+    their old declaration. Any other is read in the charset it declares (byte order mark,
+    <meta charset>), else in cp1252, as browsers do. Decoding is the last resort: a large page
+    full of emoji takes a millisecond to decode.
+    """
+    declared = read_bom(body)[0] or html_body_declared_encoding(body)
+    if declared == "utf-8" or body.isascii():
+        return "utf-8"
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return declared or "cp1252"
+    return "utf-8"
 
 
 def text_of(found: Selector) -> str:

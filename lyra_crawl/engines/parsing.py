@@ -54,9 +54,8 @@ def parse_page(
     spec: EngineSpec, body: bytes, page_number: int, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Turn one fetched page into results plus its outcome."""
-    text, utf8 = html.decode(body)
-    page = html.page_selector(body, utf8=utf8) if spec.family == "html" else None
-    block = detect_block(spec, text, status, url, page)
+    page = html.page_selector(body) if spec.family == "html" else None
+    block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
     if spec.family == "html":
@@ -193,9 +192,8 @@ def parse_token_page(
     spec: EngineSpec, body: bytes, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Read the fields a token page (Startpage's home page) hands to page 1."""
-    text, utf8 = html.decode(body)
-    page = html.page_selector(body, utf8=utf8)
-    block = detect_block(spec, text, status, url, page)
+    page = html.page_selector(body)
+    block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
     if status >= 400 or page is None:
