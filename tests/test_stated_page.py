@@ -11,6 +11,7 @@ from lyra_crawl.engines.stated_page import StatedPage, stated_page
 from lyra_crawl.simulator.corpus import CorpusShape, page_results
 from lyra_crawl.simulator.engines import build_engines
 from tests.conftest import realworld_dir
+from tests.realworld_fields import ROOTS, engine_of, manifest
 
 CONFIG = load_config()
 SIMULATED = build_engines(google_js=False)
@@ -18,7 +19,7 @@ HTML_ENGINES = sorted(name for name, spec in CONFIG.engines.items() if spec.fami
 
 
 def selector(body: bytes):
-    return html.page_selector(body, utf8=html.decode(body)[1])
+    return html.page_selector(body)
 
 
 def stated(engine: str, body: bytes, url: str = "") -> StatedPage | None:
@@ -74,6 +75,30 @@ def stated(engine: str, body: bytes, url: str = "") -> StatedPage | None:
 )
 def test_real_pages_state_their_number(engine, rel, expected) -> None:
     assert stated(engine, (realworld_dir() / rel).read_bytes()) == expected
+
+
+def _real_result_pages() -> list:
+    cases = []
+    for root in ROOTS:
+        for rel, entry in sorted(manifest(root).items()):
+            engine = engine_of(rel, entry)
+            spec = CONFIG.engines.get(engine)
+            if spec is not None and spec.family == "html" and not entry.get("blocked"):
+                cases.append(pytest.param(root, rel, engine, entry.get("page", 1), id=rel))
+    return cases
+
+
+def test_no_real_page_is_given_a_wrong_number() -> None:
+    cases = _real_result_pages()
+    found = {}
+    for case in cases:
+        root, rel, engine, page = case.values
+        found[rel] = (page, stated(engine, (ROOTS[root] / rel).read_bytes()))
+
+    wrong = {rel: both for rel, both in found.items() if both[1] and both[1].number != both[0]}
+    assert wrong == {}
+    stated_pages = [rel for rel, (_, said) in found.items() if said is not None]
+    assert len(stated_pages) >= len(found) // 2, found  # most real pages say their number
 
 
 @pytest.mark.parametrize("engine", HTML_ENGINES)

@@ -91,7 +91,7 @@ class Command(ScrapyCommand):
 
 def page_to_parse(spec: EngineSpec, body: bytes, asked: int | None, url: str) -> tuple[int, str]:
     """The page number to parse the file as, and why that one."""
-    page = html.page_selector(body, utf8=html.decode(body)[1]) if spec.family == "html" else None
+    page = html.page_selector(body) if spec.family == "html" else None
     stated = stated_page(spec, page, url)
     if asked is None:
         if stated is None:
