@@ -119,3 +119,18 @@ def test_a_stale_parser_exits_0_and_scrapy_engines_points_at_its_last_page(
     lines = run_scrapy("engines", env=env).stdout.splitlines()
     stale = [lines[i - 1].split()[0] for i, line in enumerate(lines) if "parser stale" in line]
     assert stale == ["bing"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_query_cut_short_by_a_changed_layout_is_not_served_from_the_cache(
+    start_simulator, db_path, tmp_path
+):
+    simulator = start_simulator("--layout-changed-at", "mojeek:2")
+    cached = {**MOJEEK, "cache": "use"}
+    data = {"LYRA_DATA_DIR": str(tmp_path / "data")}
+
+    await run_crawl(simulator, db_path, data, **cached)
+    await run_crawl(simulator, db_path, data, **cached)
+
+    assert query_db(db_path, "SELECT COUNT(*) AS n FROM serp_cache")[0]["n"] == 0
+    assert len(simulator.requests("mojeek")) == 4  # asked again: pages 1 and 2, twice
