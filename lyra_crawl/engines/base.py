@@ -6,7 +6,6 @@ spider only wires it in. Nothing here imports Scrapy.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,25 +118,6 @@ def whole_number(text: str | None) -> int | None:
     """The ASCII whole number `text` holds, None otherwise ('²'.isdigit() is True, int() fails)."""
     match = _WHOLE_NUMBER_RE.fullmatch(text or "")
     return int(match.group(1)) if match else None
-
-
-def load_json(body: bytes) -> Any:
-    """The decoded JSON body; ValueError (with the reason) when it is not JSON."""
-    try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"body is not JSON ({exc})") from None
-
-
-def json_object(body: bytes) -> tuple[dict[str, Any], str]:
-    """The decoded JSON object and '', or {} and why the body is not one."""
-    try:
-        doc = load_json(body)
-    except ValueError as exc:
-        return {}, str(exc)
-    if not isinstance(doc, dict):
-        return {}, f"expected a JSON object, got {type(doc).__name__}"
-    return doc, ""
 
 
 def record_results(

@@ -9,7 +9,6 @@ node it finds on each call, which cost more than the XPaths themselves (0.3-0.5 
 
 from __future__ import annotations
 
-import codecs
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -29,44 +28,32 @@ from lyra_crawl.engines.urls import is_web_url, unwrap_redirect
 _NUMBER_RE = re.compile(r"[0-9]{1,9}")
 # Input types a form post leaves out (only the button pressed would be sent).
 _BUTTONS = ("submit", "button", "image")
-_UTF8_SLICE = 65_536
 
 
-def decode(body: bytes) -> str:
-    """The body as text, undecodable bytes replaced."""
-    return body.decode("utf-8", errors="replace")
-
-
-def is_utf8(body: bytes) -> bool:
-    """Whether the body is all UTF-8.
-
-    Checked slice by slice: decoding a large page whole to learn it costs the allocation and
-    release of a str of up to four bytes a character (0.2-0.4 ms of a 380 kB page).
-    """
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(body)
-    try:
-        for start in range(0, len(view), _UTF8_SLICE):
-            decoder.decode(view[start : start + _UTF8_SLICE])
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def page_selector(body: bytes, *, utf8: bool) -> Selector | None:
-    """The page as a Selector, or None when there is nothing to parse.
-
-    A body that decodes as UTF-8 is read as UTF-8: pages saved without a charset (fragments,
-    some engines) would be read as Latin-1. Any other is read in the charset it declares (byte
-    order mark, <meta charset>), else in cp1252, as browsers do.
-    """
+def page_selector(body: bytes) -> Selector | None:
+    """The page as a Selector, or None when there is nothing to parse."""
     if not body or body.isspace():
         return None
-    encoding = "utf-8"
-    if not utf8:
-        encoding = read_bom(body)[0] or html_body_declared_encoding(body) or "cp1252"
-    return Selector(body=body, encoding=encoding, type="html")
+    return Selector(body=body, encoding=page_encoding(body), type="html")
+
+
+def page_encoding(body: bytes) -> str:
+    """The charset to read the page in.
+
+    A page that declares UTF-8, or decodes as UTF-8, is read as UTF-8: pages saved without a
+    charset (fragments, some engines) would be read as Latin-1, and pages re-saved as UTF-8 keep
+    their old declaration. Any other is read in the charset it declares (byte order mark,
+    <meta charset>), else in cp1252, as browsers do. Decoding is the last resort: a large page
+    full of emoji takes a millisecond to decode.
+    """
+    declared = read_bom(body)[0] or html_body_declared_encoding(body)
+    if declared == "utf-8" or body.isascii():
+        return "utf-8"
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return declared or "cp1252"
+    return "utf-8"
 
 
 def text_of(found: Any) -> str:

@@ -54,8 +54,8 @@ def parse_page(
     spec: EngineSpec, body: bytes, page_number: int, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Turn one fetched page into results plus its outcome."""
-    text, page = _read(spec, body)
-    block = detect_block(spec, text, status, url, page)
+    page = html.page_selector(body) if spec.family == "html" else None
+    block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
     if spec.family == "html":
@@ -70,19 +70,6 @@ def parse_page(
         detail = f"HTTP {status}: {found.error}" if found.error else f"HTTP {status}"
         return ParseResult(outcome=Outcome.ERROR, detail=detail)
     return _judge(spec, found, page_number)
-
-
-def _read(spec: EngineSpec, body: bytes) -> tuple[str, Selector | None]:
-    """The body as text for the block rules that read it ('' when none does), and the HTML
-    page (None for API engines and empty bodies).
-
-    Only a block rule's body_contains reads the text: a large page's text costs its allocation
-    and release, for nothing on an engine whose blocks are known by status or redirect.
-    """
-    text = html.decode(body) if any(rule.body_contains for rule in spec.blocks) else ""
-    if spec.family != "html":
-        return text, None
-    return text, html.page_selector(body, utf8=html.is_utf8(body))
 
 
 def _parse_html(
@@ -205,8 +192,8 @@ def parse_token_page(
     spec: EngineSpec, body: bytes, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Read the fields a token page (Startpage's home page) hands to page 1."""
-    text, page = _read(spec, body)
-    block = detect_block(spec, text, status, url, page)
+    page = html.page_selector(body)
+    block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
     if status >= 400 or page is None:

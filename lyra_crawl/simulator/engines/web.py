@@ -227,7 +227,7 @@ class Ecosia(OffsetPaged):
             "<h2>Sponsored</h2></a></article></div></div>"
         )
         nothing = (
-            '<div data-test-id="mainline-no-results"><p>We didn\'t find any results for '
+            '<div data-test-id="web-no-results"><p>Unfortunately we didn’t find any results for '
             f"<b>{escape(query)}</b></p></div>"
         )
         return html_page(
