@@ -55,7 +55,7 @@ def stated_page(spec: EngineSpec, page: Selector | None, url: str = "") -> State
         number = shown_page(layout, page)
         if number is not None:
             return StatedPage(number, f"the pager marks page {number}")
-    canonical = first_text(page, ["//link[@rel='canonical']/@href"])
+    canonical = first_text(page.root, ["//link[@rel='canonical']/@href"])
     number = page_of_url(spec, canonical) if canonical else None
     if number is not None:
         return StatedPage(number, f"its canonical link asks for {_asked(spec, canonical)}")
