@@ -545,6 +545,24 @@ def test_titles_that_go_on_differently_stay_apart() -> None:
     assert len(papers) == 2
 
 
+def test_venue_words_after_a_title_need_something_to_check() -> None:
+    # "knowledge discovery" starts like a citation (words of a venue seen in the index), but
+    # shows no year, name or venue of the other record: a year alone is no evidence for it.
+    papers = merged(
+        api(
+            "Mining Sequential Patterns",
+            authors=("Rakesh Agrawal", "Ramakrishnan Srikant"),
+            year=1995,
+            venue="ICDE",
+        ),
+        api("Scalable Clustering", "openalex", venue="Data Mining and Knowledge Discovery"),
+        serp("Mining Sequential Patterns in Knowledge Discovery", year=1995),
+    )
+    assert len(papers) == 3
+    cited = serp("Mining Sequential Patterns - R Agrawal, 1995 - ICDE", year=1995)
+    assert len(merged(papers[0].records[0], cited)) == 1
+
+
 def test_a_citation_does_not_hide_a_generic_title() -> None:
     papers = merged(
         api(

@@ -196,10 +196,12 @@ class _Evidence:
     years: set[int]
     surnames: set[str]
     ids: dict[str, set[str]]
+    venue_words: set[str]
 
     def absorb(self, other: _Evidence) -> None:
         self.years |= other.years
         self.surnames |= other.surnames
+        self.venue_words |= other.venue_words
         for kind, values in other.ids.items():
             self.ids.setdefault(kind, set()).update(values)
 
@@ -213,7 +215,6 @@ class _Prepared:
     id_keys: list[tuple[str, str]]
     evidence: _Evidence
     name_words: set[str]
-    venue_words: set[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,14 +320,12 @@ class CanonicalPaperIndex:
             ids.setdefault(kind, set()).add(value)
         surnames, name_words = author_names(record.authors)
         years = {record.year} if record.year is not None else set()
+        venue = set(fold_name(record.venue).split()) - _STOPWORDS if record.venue else set()
         return _Prepared(
             normalized_title=normalized_title,
             id_keys=id_keys,
-            evidence=_Evidence(years=years, surnames=surnames, ids=ids),
+            evidence=_Evidence(years=years, surnames=surnames, ids=ids, venue_words=venue),
             name_words=name_words,
-            venue_words=set(fold_name(record.venue).split()) - _STOPWORDS
-            if record.venue
-            else set(),
         )
 
     def _add(self, record: PaperRecord, prepared: _Prepared) -> int:
@@ -335,7 +334,7 @@ class CanonicalPaperIndex:
         self._parent.append(index)
         self._evidence[index] = prepared.evidence
         self._name_words |= prepared.name_words
-        self._venue_words |= prepared.venue_words
+        self._venue_words |= prepared.evidence.venue_words
         for key in prepared.id_keys:
             first = self._by_identifier.setdefault(key, index)
             if first != index:
@@ -534,8 +533,21 @@ class CanonicalPaperIndex:
             second.surnames or self._name_words.intersection(link.other_extra)
         )
         if link.evidence == "citation":
-            return not listed
+            # Venue words are common title words too; a year alone backs a citation that shows
+            # something to check: a year, an initial, a known name, or the other's venue.
+            return not listed and (
+                self._checkable(link.extra, second) or self._checkable(link.other_extra, first)
+            )
         return year_gap == 0 or not listed
+
+    def _checkable(self, extra: tuple[str, ...], other: _Evidence) -> bool:
+        """Whether a citation shows a year, an initial, a known name or a word of the other
+        group's venue."""
+        return any(
+            len(word) == 1 or is_year(word) or word in self._name_words or word in other.venue_words
+            for word in extra
+            if word not in _STOPWORDS
+        )
 
     def _share_author(self, surnames: set[str], other_surnames: set[str], link: _Link) -> bool:
         """Whether two groups name a common author: in their author fields, in both citations
