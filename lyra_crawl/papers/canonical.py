@@ -141,8 +141,8 @@ _GENERIC_TITLE = re.compile(
     r"|opening remarks|closing remarks|abstracts|articles|columns?|letters|correspondence"
 )
 
-# A generic title at the start of a longer one, followed by a space.
-_GENERIC_START = re.compile(rf"(?:{_GENERIC_TITLE.pattern})(?= )")
+# A generic title, alone or at the start of a longer one.
+_GENERIC_START = re.compile(rf"(?:{_GENERIC_TITLE.pattern})(?= |$)")
 
 _STOPWORDS = frozenset(
     {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "is", "of", "on", "or"}
@@ -176,7 +176,11 @@ def normalize_title(title: str) -> str:
     """Title for comparison: entities decoded, NFKD without accents, lower-case, a results
     page's "[PDF]" before it and whatever follows "..." (where the page cut it short) dropped,
     venue labels such as "(tutorial)" removed, punctuation to spaces, whitespace folded."""
-    text = _SHORTENED.sub("", _RESULT_LABELS.sub("", _fold(title)))
+    text = _fold(title)
+    if "[" in text:
+        text = _RESULT_LABELS.sub("", text)
+    if "..." in text:
+        text = _SHORTENED.sub("", text)
     for pattern in _NOISE_LABELS if _LABEL_WORD.search(text) else ():
         stripped = pattern.sub("", text)
         if _NON_WORD.sub("", stripped):  # a title that is only a label ("Panel") stays whole
@@ -270,6 +274,7 @@ class CanonicalPaperIndex:
         # Words seen in author and venue fields: what a citation around a title is made of.
         self._name_words: set[str] = set()
         self._venue_words: set[str] = set()
+        self._venue_cache: dict[str, frozenset[str]] = {}
 
     def add(self, record: PaperRecord) -> int:
         """Add one record and return the key of the canonical paper it belongs to."""
@@ -320,13 +325,20 @@ class CanonicalPaperIndex:
             ids.setdefault(kind, set()).add(value)
         surnames, name_words = author_names(record.authors)
         years = {record.year} if record.year is not None else set()
-        venue = set(fold_name(record.venue).split()) - _STOPWORDS if record.venue else set()
+        venue = set(self._venue_words_of(record.venue)) if record.venue else set()
         return _Prepared(
             normalized_title=normalized_title,
             id_keys=id_keys,
             evidence=_Evidence(years=years, surnames=surnames, ids=ids, venue_words=venue),
             name_words=name_words,
         )
+
+    def _venue_words_of(self, venue: str) -> frozenset[str]:
+        """A venue's folded words but stop words; few venues name many records."""
+        words = self._venue_cache.get(venue)
+        if words is None:
+            words = self._venue_cache[venue] = frozenset(fold_name(venue).split()) - _STOPWORDS
+        return words
 
     def _add(self, record: PaperRecord, prepared: _Prepared) -> int:
         index = len(self._records)
@@ -459,8 +471,6 @@ class CanonicalPaperIndex:
     def _generic(self, normalized_title: str) -> bool:
         """Whether a title is generic, or generic with a citation after it ("book review column
         karl aberer sigmod record"): every word after the generic start is cited material."""
-        if is_generic_title(normalized_title):
-            return True
         start = _GENERIC_START.match(normalized_title)
         if start is None:
             return False
