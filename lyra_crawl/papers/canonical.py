@@ -11,8 +11,8 @@ Pure logic, no Scrapy imports. Two records are the same paper when
   conference 1997", "X - Proceedings of the VLDB"), the years and names in the citation
   counting as the record's own, and a shared author or a year within tolerance agrees — a
   year only when they do not both list authors and share none; or
-* one normalised title is the other plus a subtitle ("X" vs "X: how to Y"), or both start
-  alike for too few words to be a title on their own, and they share an author surname.
+* one normalised title is the other plus a subtitle ("X" vs "X: how to Y") and they share an
+  author surname.
 
 Titles are read from their first words while they agree, allowing words run together and a
 typo (``titles.align_start``); a citation starts, within two words, with an initial, a year or
@@ -230,7 +230,7 @@ class _Link:
     citations show that name the same people. ``evidence`` says what else must agree: "year" for
     titles that are similar (a year or a shared author will do), "citation" for titles a
     citation apart (the same, but not when both list authors and share none), "author" for a
-    short shared title or a subtitle (a shared author).
+    subtitle (a shared author).
     """
 
     other: int
@@ -426,9 +426,10 @@ class CanonicalPaperIndex:
 
         Both are read from their first words while they agree (``align_start``); what each has
         beyond that is a citation when it starts like one or both name the same people there,
-        and a subtitle when only one has more. Titles equal but for a citation are similar; a
-        short shared part, or a subtitle, needs the same authors. Failing that, one title may
-        be the other's end ("Y: X" and "X"), a subtitle too.
+        and a subtitle when only one has more; either needs a shared part of at least
+        ``_MIN_CONTAINED_WORDS`` content words. Similar titles link whatever they share, with
+        the citation they may carry. Failing that, one title may be the other's end ("Y: X" and
+        "X"), a subtitle too.
         """
         if words[0][0] != other_words[0][0]:  # no start to align (see ``align_start``)
             return _Link(other) if similar else self._end_link(words, other_words, other)
@@ -440,6 +441,8 @@ class CanonicalPaperIndex:
         if not core_size or is_generic_title(" ".join(words[:i])):
             return _Link(other) if similar else self._end_link(words, other_words, other)
         long_core = core_size >= _MIN_CONTAINED_WORDS
+        if not (similar or long_core):
+            return self._end_link(words, other_words, other)
         names = (
             self._cited_names(extra, other_extra, long_core)
             if extra and other_extra
@@ -452,8 +455,8 @@ class CanonicalPaperIndex:
         if similar:
             return _Link(other, "year", extra, other_extra, names) if cited else _Link(other)
         if cited:
-            return _Link(other, "citation" if long_core else "author", extra, other_extra, names)
-        if not long_core or (extra and other_extra):
+            return _Link(other, "citation", extra, other_extra, names)
+        if extra and other_extra:
             return self._end_link(words, other_words, other)
         return _Link(other, "author")  # a subtitle: its words are no citation
 
