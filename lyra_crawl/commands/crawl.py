@@ -4,7 +4,10 @@ A wrong argument, setting, config file or store URL ends the run with one `error
 the problem and the fix, exit status 2, and no request sent: `serp`'s arguments
 (query.arguments.parse_launch); `papers`' task or query, which the store must hold, and its
 daily budget. A crawl closed because the store refused a write mid-crawl (disk full, read-only)
-exits with status 1.
+exits with status 1. A crawl whose source stopped on a page its parse rules no longer read
+(stop reason `layout_changed`) exits 0, like a source stopped by a block: the crawl itself did
+not fail, it kept every page before that one; its one WARNING names the saved page and the fix,
+and `scrapy engines` keeps saying it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
 from scrapy.spiders import Spider
 
 from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
@@ -49,7 +53,7 @@ class Command(ScrapyCrawlCommand):
                 else:
                     target = parse_papers_target(opts.spargs)
                     parse_papers_budget(self.settings.get("LYRA_PAPERS_DAILY_BUDGET"))
-                run_sync(self._check_backends(target))
+                run_sync(check_backends(self.settings, target))
             except (ArgumentError, ConfigError, BackendError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = EXIT_BAD_INPUT
@@ -59,22 +63,24 @@ class Command(ScrapyCrawlCommand):
         if crawler is not None and crawler.stats.get_value("finish_reason") == STORAGE_ERROR:
             self.exitcode = EXIT_STORAGE_FAILED
 
-    async def _check_backends(self, target: PapersTarget | None) -> None:
-        backends = await open_backends(urls_from_settings(self.settings))
-        try:
-            if target is not None:
-                await _check_stored(backends.store, target)
-        finally:
-            await backends.close()
-
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         # Kept to read its close reason: the process has dropped it once the crawl is over.
         self._crawler = super()._create_crawler(spidercls)
         return self._crawler
 
 
+async def check_backends(settings: BaseSettings, target: PapersTarget | None = None) -> None:
+    """Open and close the store and coordinator the settings name: BackendError if unusable;
+    with a papers spider's `target`, ArgumentError unless the store holds its task or query."""
+    backends = await open_backends(urls_from_settings(settings))
+    try:
+        if target is not None:
+            await _check_stored(backends.store, target)
+    finally:
+        await backends.close()
+
+
 async def _check_stored(store: ResultStore, target: PapersTarget) -> None:
-    """The papers spider's task or query is in the store."""
     if target.query_id is not None:
         if await store.query(target.query_id) is None:
             raise ArgumentError(

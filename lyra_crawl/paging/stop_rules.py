@@ -17,7 +17,7 @@ is the first of blocked > layout_changed > error > quota > empty_page > max_page
 pagination_disabled) > novelty > harvest:
 conditions that say the source cannot go on outrank the page limit, which outranks the
 judgement calls on the rates. `cancelled` is given to sources still paging when the crawl
-closes.
+closes before they are done (the query's status is then `cancelled` too).
 """
 
 import math
@@ -60,6 +60,34 @@ class StopReason(str, Enum):
     # The crawl closed before the source finished (Ctrl-C, a shutdown); a backend failure that
     # closes it stops the unfinished sources with ERROR.
     CANCELLED = "cancelled"
+
+
+# The source is done with its query, judged from its pages: a resumed query does not page it
+# again. Any other reason (blocked, layout_changed, error, quota, cancelled) may not hold at a
+# later try.
+FINAL_STOP_REASONS = frozenset(
+    reason.value
+    for reason in (
+        StopReason.MAX_PAGES,
+        StopReason.PAGINATION_DISABLED,
+        StopReason.NOVELTY,
+        StopReason.HARVEST,
+        StopReason.EMPTY_PAGE,
+    )
+)
+
+
+# A source stopped for one of these did not run its course: its results are not what the query
+# gives, so they are never served from the cache.
+CUT_SHORT = frozenset(
+    {
+        StopReason.BLOCKED,
+        StopReason.LAYOUT_CHANGED,
+        StopReason.ERROR,
+        StopReason.QUOTA,
+        StopReason.CANCELLED,
+    }
+)
 
 
 @dataclass(frozen=True)

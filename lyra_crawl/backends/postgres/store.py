@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 from lyra_crawl.backends import rows
 from lyra_crawl.backends.postgres.database import Connection, PostgresDatabase
 from lyra_crawl.backends.records import (
+    RESUMABLE_STATUSES,
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -34,6 +35,7 @@ from lyra_crawl.backends.records import (
     PaperToRead,
     QueryRecord,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -130,14 +132,13 @@ class PostgresStore:
                 )
             return int(query_id)
 
-    async def interrupted_query(
-        self, record: QueryRecord, *, any_engine: bool
-    ) -> StoredQuery | None:
+    async def resumable_query(self, record: QueryRecord, *, any_engine: bool) -> StoredQuery | None:
         return await self._query_where(
-            "status = 'interrupted' AND normalized_query = %s AND (%s OR engine = %s)"
+            "status = ANY(%s) AND normalized_query = %s AND (%s OR engine = %s)"
             " AND sources = %s AND serp_page = %s AND serp_max_pages = %s AND strategy = %s"
             " AND time_range IS NOT DISTINCT FROM %s AND region IS NOT DISTINCT FROM %s",
             (
+                [status.value for status in RESUMABLE_STATUSES],
                 record.normalized_query,
                 any_engine,
                 record.engine,
@@ -320,6 +321,9 @@ class PostgresStore:
                 (query_id,),
             )
         )
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        return await self._db.select(rows.stale_parser, rows.STALE_PARSERS)
 
     # -- papers ----------------------------------------------------------------------------
 

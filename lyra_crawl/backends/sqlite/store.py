@@ -16,6 +16,7 @@ from datetime import datetime
 
 from lyra_crawl.backends import rows
 from lyra_crawl.backends.records import (
+    RESUMABLE_STATUSES,
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -28,6 +29,7 @@ from lyra_crawl.backends.records import (
     PaperToRead,
     QueryRecord,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -86,17 +88,16 @@ class SqliteStore(SqliteBackend):
 
         return await self._db.write(insert)
 
-    async def interrupted_query(
-        self, record: QueryRecord, *, any_engine: bool
-    ) -> StoredQuery | None:
+    async def resumable_query(self, record: QueryRecord, *, any_engine: bool) -> StoredQuery | None:
         return await self._db.read(
             lambda conn: rows.stored_query(
                 conn.execute(
-                    "SELECT * FROM queries WHERE status = 'interrupted' AND normalized_query = ?"
+                    "SELECT * FROM queries WHERE status IN (?, ?) AND normalized_query = ?"
                     " AND (? OR engine = ?) AND sources = ? AND serp_page = ?"
                     " AND serp_max_pages = ? AND strategy = ? AND time_range IS ?"
                     " AND region IS ? ORDER BY id DESC LIMIT 1",
                     (
+                        *(status.value for status in RESUMABLE_STATUSES),
                         record.normalized_query,
                         any_engine,
                         record.engine,
@@ -295,6 +296,9 @@ class SqliteStore(SqliteBackend):
                 (query_id,),
             ).fetchone()[0]
         )
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        return await self._db.select(rows.stale_parser, rows.STALE_PARSERS)
 
     # -- papers ----------------------------------------------------------------------------
 
