@@ -5,8 +5,9 @@ injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-A
 connections, slow answers, the engine's no-results page after a given page, results in a layout
 no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that are not
 result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
-on, the citation graph, landing pages) are answered before any fault. Every query a result
-page is asked for joins the PaperIndex, so its papers can then be looked up by id.
+on, the citation graph, landing pages, the publishers' robots.txt at `/robots.txt`) are answered
+before any fault. Every query a result page is asked for joins the PaperIndex, so its papers
+can then be looked up by id.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
+from lyra_crawl.simulator.engines.landing import PUBLISHERS_ROBOTS_TXT
 from lyra_crawl.simulator.engines.paper_ids import PaperIndex
 
 PageKey = tuple[str, int]
@@ -108,6 +110,9 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                     },
                 }
             )
+            if parts.path == "/robots.txt":
+                self._send(SimPage(200, PUBLISHERS_ROBOTS_TXT, "text/plain; charset=utf-8"))
+                return
             engine = state.engines.get(engine_name)
             if engine is None:
                 self._send(SimPage(404, f"unknown engine {engine_name!r}", "text/plain"))

@@ -48,6 +48,9 @@ LANDING_KINDS = (
     "none",
     "forbidden",
 )
+# The publishers' robots.txt, at the simulator's root (every simulated host is that one host):
+# each query's paper 19 (a `combined` page, whose abstract the APIs withhold) is off limits.
+PUBLISHERS_ROBOTS_TXT = "User-agent: *\nDisallow: /landing/*/19$\n"
 PUBLISHER_BLURB = "Peer-reviewed journals, books and data from Sim Publishing since 1901."
 
 
