@@ -80,6 +80,10 @@ EXTENSIONS = {
 # the breaker sees every response and error before those turn it into a new request.
 # HttpCompression moves nearer still, so block detection reads decompressed pages.
 DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's robots.txt middleware, fixed (lyra_crawl.middlewares.robots_txt); it acts only
+    # for spiders with ROBOTSTXT_OBEY on (the papers spider).
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "lyra_crawl.middlewares.robots_txt.RobotsTxtMiddleware": 100,
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": 860,
     "lyra_crawl.middlewares.engine_turn.EngineTurnMiddleware": 805,
     "lyra_crawl.middlewares.circuit_breaker.CircuitBreakerMiddleware": 810,
