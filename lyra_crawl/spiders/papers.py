@@ -102,29 +102,37 @@ class PapersSpider(scrapy.Spider):
         return CrawlSession.of(self.crawler)
 
     async def start(self) -> AsyncIterator[Any]:
-        papers = await self.session.store.papers_to_read(
-            task_id=self.target.task_id, query_id=self.target.query_id
+        try:
+            papers = await self.session.store.papers_to_read(
+                task_id=self.target.task_id, query_id=self.target.query_id
+            )
+            logger.info("%d papers queued for a fetch", len(papers))
+            for paper in papers:
+                url = page_to_read(paper.fetch_url, paper.fetch_urls)
+                if url is None:
+                    self._count("no_url")
+                elif not is_due(url, paper.last_url, paper.last_outcome):
+                    self._count("already_read")
+                elif await self._take_budget():
+                    yield self._request(paper, url)
+                else:
+                    return
+        except BackendError as exc:
+            self.session.backend_failed(exc, "the landing pages read before are stored")
+
+    async def _take_budget(self) -> bool:
+        """One unit of the day's budget, or False (said once) when it is spent."""
+        day = utc_date()
+        if await self.session.coordinator.reserve_quota(BUDGET_KEY, day, self.budget):
+            return True
+        logger.warning(
+            "daily budget spent: %d landing pages asked for on %s (UTC); the rest wait for "
+            "tomorrow, or raise LYRA_PAPERS_DAILY_BUDGET",
+            self.budget,
+            day,
         )
-        for paper in papers:
-            url = page_to_read(paper.fetch_url, paper.fetch_urls)
-            if url is None:
-                self._count("no_url")
-                continue
-            if not is_due(url, paper.last_url, paper.last_outcome):
-                self._count("already_read")
-                continue
-            if not await self.session.coordinator.reserve_quota(
-                BUDGET_KEY, utc_date(), self.budget
-            ):
-                logger.warning(
-                    "daily budget spent: %d landing pages asked for on %s (UTC); the rest wait "
-                    "for tomorrow, or raise LYRA_PAPERS_DAILY_BUDGET",
-                    self.budget,
-                    utc_date(),
-                )
-                self._count("budget_spent")
-                return
-            yield self._request(paper, url)
+        self._count("budget_spent")
+        return False
 
     def read(self, response: Response) -> None:
         asked: LandingRequest = response.meta[META_KEY]
