@@ -131,6 +131,45 @@ class StoredPaper:
     sources: tuple[str, ...] = ()
 
 
+# -- the citation graph ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CitationFetch:
+    """One list (references or citations) of one paper at one source, fetched for a query: a
+    `citation_fetches` row. `status`: running while pages come, then done, or why it stopped
+    (quota, blocked, error, layout_changed, cancelled); `links`: papers read at the other end."""
+
+    query_id: int
+    paper_id: int
+    source: str
+    relation: str
+    level: int
+    status: str = "running"
+    links: int = 0
+    detail: str = ""
+    fetched_at: str | None = None
+
+
+@dataclass(frozen=True)
+class CitationEdge:
+    """A `citations` row: `citing` cites `cited`, as `source` says."""
+
+    citing: int
+    cited: int
+    source: str
+    fetched_at: str = ""
+
+
+@dataclass(frozen=True)
+class CitationGraph:
+    """A task's citation graph: its papers (search results and the papers its fetches reached)
+    and the edges its fetches read."""
+
+    papers: list[StoredPaper]
+    edges: list[CitationEdge]
+
+
 # -- interventions ---------------------------------------------------------------------------
 
 
