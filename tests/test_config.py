@@ -113,7 +113,7 @@ def test_missing_config_dir_names_the_variable(tmp_path):
         (
             lambda d: d["engines"]["mojeek"]["blocks"].append({"kind": "angry"}),
             None,
-            "engine 'mojeek': blocks[2].kind must be one of",
+            "engine 'mojeek': blocks[4].kind must be one of",
         ),
         (
             lambda d: d["engines"]["mojeek"]["parse"].pop("title"),

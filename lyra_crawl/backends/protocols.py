@@ -33,6 +33,7 @@ from lyra_crawl.backends.records import (
     QueryRecord,
     RateClaim,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -122,6 +123,10 @@ class ResultStore(Backend, Protocol):
         ...
 
     async def repeated_url_count(self, query_id: int) -> int: ...
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        """Engines whose latest page read was layout_changed, by engine name."""
+        ...
 
     # -- papers ----------------------------------------------------------------------------
     async def save_papers(

@@ -100,6 +100,23 @@ class StoredPage(PageRecord):
     fetched_at: str
 
 
+@dataclass(frozen=True)
+class StaleParser:
+    """An engine whose latest page read by its parser was in a layout the parser does not read.
+
+    Pages read = ok, empty and layout_changed (a block or an error says nothing of the parser).
+    `since` is when the first layout_changed page after the last ok or empty one was stored,
+    `pages` how many there have been since; the latest is page `page_number` of `query_id`.
+    """
+
+    engine: str
+    since: str
+    pages: int
+    query_id: int
+    page_number: int
+    fetched_at: str
+
+
 @dataclass(kw_only=True)
 class StoredItem(ResultItem):
     """A `serp_items` row: the item as stored, with what the query's close added."""

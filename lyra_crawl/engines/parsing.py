@@ -96,7 +96,8 @@ def _without_results(
     """
     markers = spec.no_results
     if markers is not None:
-        marker = found_marker(html.visible_text(page), page, markers.body_contains, markers.xpath)
+        shown = html.visible_text(page) if markers.body_contains else ""
+        marker = found_marker(shown, page, markers.body_contains, markers.xpath)
         if marker:
             return replace(result, detail=f"the engine's no-results page ({marker})")
     links = html.outbound_links(spec, page)

@@ -77,6 +77,19 @@ FINAL_STOP_REASONS = frozenset(
 )
 
 
+# A source stopped for one of these did not run its course: its results are not what the query
+# gives, so they are never served from the cache.
+CUT_SHORT = frozenset(
+    {
+        StopReason.BLOCKED,
+        StopReason.LAYOUT_CHANGED,
+        StopReason.ERROR,
+        StopReason.QUOTA,
+        StopReason.CANCELLED,
+    }
+)
+
+
 @dataclass(frozen=True)
 class PaginationConfig:
     serp_max_pages: int = SERP_MAX_PAGES_LIMIT

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import QueryStatus
+from lyra_crawl.paging.stop_rules import CUT_SHORT, StopReason
 from lyra_crawl.session.query import QuerySession
 
 if TYPE_CHECKING:
@@ -55,8 +56,10 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
         entry_state=entry_state,
     )
     arguments = session.arguments
-    finished = status is QueryStatus.FINISHED
-    if finished and row.items and not session.cache_hit and arguments.cache != "off":
+    complete = status is QueryStatus.FINISHED and not any(
+        StopReason(reason) in CUT_SHORT for reason in session.stop_reasons.values()
+    )
+    if complete and row.items and not session.cache_hit and arguments.cache != "off":
         now = datetime.now(UTC)
         await store.store_cache_entry(
             session.cache_key,

@@ -2,9 +2,10 @@
 
 Built from the crawler's settings before the first request: the config (LYRA_CONFIG_DIR), the
 backends (LYRA_DB_URL / LYRA_DB_PATH, LYRA_COORDINATION_URL; opened when the spider opens,
-closed when it closes), the simulator URL, the API secrets, and the registry of the crawl's
-QuerySessions by query id. The spider, middlewares and pipelines get it in `from_crawler`
-(`crawler.get_extension(CrawlSession)`) and find a request's or item's query through it.
+closed when it closes), the simulator URL, the API secrets, the folder pages are saved in
+(LYRA_DATA_DIR), and the registry of the crawl's QuerySessions by query id. The spider,
+middlewares and pipelines get it in `from_crawler` (`crawler.get_extension(CrawlSession)`) and
+find a request's or item's query through it.
 
 It also keeps the crawl open while lyra has work Scrapy cannot see: requests waiting for their
 engine outside the shared concurrency, and queries being closed.
@@ -36,6 +37,7 @@ from lyra_crawl.engines.request import build_page_request, secrets_from_settings
 from lyra_crawl.session.citations import CitationFetcher
 from lyra_crawl.session.closing import close_query
 from lyra_crawl.session.query import CompletedPage, QuerySession
+from lyra_crawl.session.saved_pages import data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,8 @@ class CrawlSession:
         # Who holds a breaker's half-open trial or a batch entry's lease.
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self._backend_urls = urls_from_settings(settings)
+        # Where pages are kept for `scrapy parse-serp` (lyra_crawl.session.saved_pages).
+        self.data_dir = data_dir(settings)
         self._backends: Backends | None = None
         self.queries: dict[int, QuerySession] = {}
         # The first backend failure, which closes the crawl; and whether the store itself

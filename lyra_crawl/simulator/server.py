@@ -2,11 +2,11 @@
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
 injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
-connections, slow answers, empty pages after a given page, bodies cut off halfway; and latency
-on every answer. Pages that are not result pages (a token-bearing home page, a follow-up answer,
-the page a CAPTCHA redirect lands on, the citation graph, landing pages) are answered before
-any fault. Every query a result page is asked for joins the PaperIndex, so its papers can then
-be looked up by id.
+connections, slow answers, the engine's no-results page after a given page, results in a layout
+no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that are not
+result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
+on, the citation graph, landing pages) are answered before any fault. Every query a result
+page is asked for joins the PaperIndex, so its papers can then be looked up by id.
 """
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ class Faults:
     repeat_at: set[PageKey] = field(default_factory=set)
     # Pages cut off halfway (a truncated JSON or HTML body), as a dropped upstream stream does.
     malformed_at: set[PageKey] = field(default_factory=set)
+    # Result pages whose result containers changed (an engine's redesign): layout_changed.
+    layout_changed_at: set[PageKey] = field(default_factory=set)
     latency_ms: int = 0
     retry_after_s: int = 2
 
@@ -151,7 +153,10 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 if empty
                 else page_results(query, page_number, engine.per_page, state.shape_for(query))
             )
-            page = engine.results_page(query, page_number, results)
+            if key in faults.layout_changed_at and results:
+                page = engine.changed_layout_page(query, page_number, results)
+            else:
+                page = engine.results_page(query, page_number, results)
             if key in faults.malformed_at:
                 page = replace(page, body=page.body[: len(page.body) // 2])
             self._send(page)

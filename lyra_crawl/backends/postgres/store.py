@@ -33,6 +33,7 @@ from lyra_crawl.backends.records import (
     PageRecord,
     QueryRecord,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -318,6 +319,9 @@ class PostgresStore:
                 (query_id,),
             )
         )
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        return await self._db.select(rows.stale_parser, rows.STALE_PARSERS)
 
     # -- papers ----------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from lyra_crawl.backends.records import (
     PageRecord,
     QueryRecord,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -293,6 +294,9 @@ class SqliteStore(SqliteBackend):
                 (query_id,),
             ).fetchone()[0]
         )
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        return await self._db.select(rows.stale_parser, rows.STALE_PARSERS)
 
     # -- papers ----------------------------------------------------------------------------
 

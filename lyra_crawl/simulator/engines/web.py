@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from lyra_crawl.simulator.corpus import SimResult
 from lyra_crawl.simulator.engines.base import OffsetPaged, SimPage, html_page, redirect
+from lyra_crawl.simulator.layouts import changed_fragment, result_xpaths
 
 
 def _host(url: str) -> str:
@@ -46,6 +47,17 @@ class Google(OffsetPaged):
         )
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        return self._page(query, self._main(query, page_number, results))
+
+    def changed_layout_page(
+        self, query: str, page_number: int, results: list[SimResult]
+    ) -> SimPage:
+        # Renamed before the script takes the markup in, so a browser renders the new layout.
+        main = changed_fragment(self._main(query, page_number, results), result_xpaths(self.name))
+        return self._page(query, main)
+
+    def _main(self, query: str, page_number: int, results: list[SimResult]) -> str:
+        """The page's main column: results (or the no-results card), the ad and the pager."""
         rows = "".join(
             f'<div class="MjjYud"><div class="g tF2Cxc" data-hveid="CA{i}"><div class="yuRUbf">'
             f'<a href="{escape(r.url)}"><h3 class="LC20lb">{escape(r.title)}</h3>'
@@ -68,10 +80,12 @@ class Google(OffsetPaged):
             f'<div id="topstuff"><div class="card-section"><p>Your search - <b>{escape(query)}'
             "</b> - did not match any documents.</p></div></div>"
         )
-        main = (
+        return (
             f'<div id="main"><div id="center_col">{ad if results else nothing}<div id="search">'
             f'<div id="rso">{rows}</div></div>{pager if results else ""}</div></div>'
         )
+
+    def _page(self, query: str, main: str) -> SimPage:
         if self.javascript:
             main = (
                 '<noscript><meta content="0;url=/httpservice/retry/enablejs?sei=sim" '
