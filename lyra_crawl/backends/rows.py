@@ -1,6 +1,7 @@
 """What every SQL backend shares: rows to the typed records, the item columns, instants as text,
 dead crawls on this host, a paper's merge with its stored row, a batch's figures from grouped
-rows. No SQL (each backend keeps its own dialect) but STALE_PARSERS, which both read alike.
+rows. No SQL (each backend keeps its own dialect) but the reads both run alike: STALE_PARSERS
+and the citation graph's (`?` placeholders, which `postgres` turns into psycopg's `%s`).
 
 A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
 as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
@@ -22,6 +23,9 @@ from lyra_crawl.backends.records import (
     BatchEntry,
     BatchProgress,
     BlockCount,
+    CitationEdge,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     Intervention,
     Moments,
@@ -147,6 +151,103 @@ def stored_paper(row: Row) -> StoredPaper:
     values["external_ids"] = _json(row["external_ids"], {})
     values["sources"] = tuple(_json(row["sources"], []))
     return StoredPaper(**values)
+
+
+def citation_fetch(row: Row) -> CitationFetch:
+    return CitationFetch(**{name: row[name] for name in _field_names(CitationFetch)})
+
+
+def postgres(sql: str) -> str:
+    """A shared read with psycopg's placeholders."""
+    return sql.replace("?", "%s")
+
+
+# A paper read from its abstract: where a citation graph starts and goes on from.
+_READ_FROM_ABSTRACT = "length(COALESCE(paper.abstract, '')) >= 200"
+# The query's papers by their best fused rank (query id, limit).
+CITATION_SEEDS = (
+    "SELECT paper.* FROM papers AS paper JOIN ("
+    "  SELECT paper_id, MIN(fused_rank) AS best FROM serp_items"
+    "  WHERE query_id = ? AND paper_id IS NOT NULL GROUP BY paper_id"
+    ") AS ranked ON ranked.paper_id = paper.id"
+    f" WHERE {_READ_FROM_ABSTRACT}"
+    " ORDER BY ranked.best IS NULL, ranked.best, paper.id LIMIT ?"
+)
+# The papers a query's fetches of one level reached, most edges first: a paper's references
+# start at it, its citations end there (query id, level, query id, level, query id, limit).
+CITATION_FRONTIER = (
+    "SELECT paper.* FROM papers AS paper JOIN ("
+    "  SELECT reached, COUNT(*) AS edges FROM ("
+    "    SELECT edge.cited_paper_id AS reached FROM citation_fetches AS list"
+    "    JOIN citations AS edge"
+    "    ON edge.citing_paper_id = list.paper_id AND edge.source = list.source"
+    "    WHERE list.query_id = ? AND list.level = ? AND list.relation = 'references'"
+    "    UNION ALL"
+    "    SELECT edge.citing_paper_id FROM citation_fetches AS list"
+    "    JOIN citations AS edge"
+    "    ON edge.cited_paper_id = list.paper_id AND edge.source = list.source"
+    "    WHERE list.query_id = ? AND list.level = ? AND list.relation = 'citations'"
+    "  ) AS ends GROUP BY reached"
+    ") AS frontier ON frontier.reached = paper.id"
+    f" WHERE {_READ_FROM_ABSTRACT} AND paper.id NOT IN"
+    "  (SELECT paper_id FROM citation_fetches WHERE query_id = ?)"
+    " ORDER BY frontier.edges DESC, paper.id LIMIT ?"
+)
+# A task's queries and those whose cached results they re-used, and the edges their fetches
+# read (task id, task id).
+_TASK_EDGES = (
+    "WITH task AS (SELECT id FROM queries WHERE task_id = ?"
+    " UNION SELECT cached_from FROM queries WHERE task_id = ? AND cached_from IS NOT NULL),"
+    " fetched AS (SELECT DISTINCT paper_id, source, relation FROM citation_fetches"
+    " WHERE query_id IN (SELECT id FROM task)),"
+    " edges AS (SELECT edge.* FROM citations AS edge JOIN fetched"
+    " ON fetched.relation = 'references' AND edge.citing_paper_id = fetched.paper_id"
+    " AND edge.source = fetched.source"
+    " UNION SELECT edge.* FROM citations AS edge JOIN fetched"
+    " ON fetched.relation = 'citations' AND edge.cited_paper_id = fetched.paper_id"
+    " AND edge.source = fetched.source)"
+)
+TASK_CITATION_EDGES = (
+    f"{_TASK_EDGES} SELECT * FROM edges ORDER BY citing_paper_id, cited_paper_id, source"
+)
+# The task's papers: those its queries found and those at the ends of its edges.
+TASK_CITATION_PAPERS = (
+    f"{_TASK_EDGES} SELECT * FROM papers WHERE id IN (SELECT paper_id FROM serp_items"
+    " WHERE query_id IN (SELECT id FROM task)) OR id IN (SELECT citing_paper_id FROM edges)"
+    " OR id IN (SELECT cited_paper_id FROM edges) ORDER BY id"
+)
+
+
+def citation_graph(papers: Iterable[Row], edges: Iterable[Row]) -> CitationGraph:
+    return CitationGraph([stored_paper(row) for row in papers], [citation_edge(r) for r in edges])
+
+
+def citation_pair(fetch: CitationFetch, other: int) -> tuple[int, int]:
+    """(citing, cited) of the edge between a fetch's paper and a paper its list names."""
+    return (fetch.paper_id, other) if fetch.relation == "references" else (other, fetch.paper_id)
+
+
+# The columns of a `citation_fetches` row a store writes (fetched_at is the store's).
+CITATION_FETCH_COLUMNS = (
+    "query_id",
+    "paper_id",
+    "source",
+    "relation",
+    "level",
+    "status",
+    "links",
+    "detail",
+)
+
+
+def citation_fetch_values(fetch: CitationFetch) -> tuple[Any, ...]:
+    return tuple(getattr(fetch, column) for column in CITATION_FETCH_COLUMNS)
+
+
+def citation_edge(row: Row) -> CitationEdge:
+    return CitationEdge(
+        row["citing_paper_id"], row["cited_paper_id"], row["source"], row["fetched_at"]
+    )
 
 
 def intervention(row: Row) -> Intervention:

@@ -2,7 +2,7 @@
 
 Arguments (`-a name=value`): either one query — query (required), engine, serp_page,
 serp_max_pages, strategy, time_range, region, task_id, sources, cache, novelty_scope,
-harvest_rate, resume — or a stored batch: batch=ID and concurrency=N (the batch is recorded by
+harvest_rate, resume, citation_depth, citation_top_k — or a stored batch: batch=ID and concurrency=N (the batch is recorded by
 `scrapy batch FILE`). Scrapyd's `_job` is accepted either way. Settings: see the README
 (LYRA_*); the CrawlSession extension reads them.
 

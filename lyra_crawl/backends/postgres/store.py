@@ -27,6 +27,8 @@ from lyra_crawl.backends.records import (
     BatchProgress,
     BatchRecord,
     BlockCount,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EntrySpec,
     Intervention,
@@ -52,6 +54,14 @@ _ITEM_INSERT = (
     # Only a URL already stored for the query is skipped (a resumed crawl); any other
     # constraint (a missing page number, title) fails the whole page.
     " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+_FETCH_UPSERT = (
+    f"INSERT INTO citation_fetches ({', '.join(rows.CITATION_FETCH_COLUMNS)}, fetched_at)"
+    f" SELECT {', '.join('%s' for _ in rows.CITATION_FETCH_COLUMNS)}, now()"
+    " WHERE EXISTS (SELECT 1 FROM papers WHERE id = %s)"
+    " ON CONFLICT (query_id, paper_id, source, relation) DO UPDATE SET"
+    " links = citation_fetches.links + excluded.links, status = excluded.status,"
+    " detail = excluded.detail, fetched_at = excluded.fetched_at"
 )
 
 
@@ -387,6 +397,60 @@ class PostgresStore:
             )
         return {attribution: count for attribution, count in found}
 
+    # -- the citation graph ----------------------------------------------------------------
+
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper, rows.postgres(rows.CITATION_SEEDS), (query_id, limit)
+        )
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper]
+    ) -> int:
+        async with self._db.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
+            ids = [await _upsert_paper(conn, paper) for paper in papers]
+            if not await _fetch(conn, "SELECT 1 FROM papers WHERE id = %s", (fetch.paper_id,)):
+                return 0  # merged into another row since the list was asked for
+            ends = [paper_id for paper_id in dict.fromkeys(ids) if paper_id != fetch.paper_id]
+            added = 0
+            for end in ends:
+                cursor = await conn.execute(
+                    "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+                    " VALUES (%s, %s, %s, now()) ON CONFLICT DO NOTHING",
+                    (*rows.citation_pair(fetch, end), fetch.source),
+                )
+                added += cursor.rowcount
+            await _upsert_fetches(conn, [fetch])
+            return added
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        async with self._db.transaction() as conn:
+            await _upsert_fetches(conn, fetches)
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
+        return await self._db.select(
+            rows.citation_fetch,
+            "SELECT * FROM citation_fetches WHERE query_id = %s"
+            " ORDER BY level, paper_id, source, relation",
+            (query_id,),
+        )
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper,
+            rows.postgres(rows.CITATION_FRONTIER),
+            (query_id, level, query_id, level, query_id, limit),
+        )
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        async with self._db.transaction() as conn:
+            edges = await _dicts(conn, rows.postgres(rows.TASK_CITATION_EDGES), (task_id,) * 2)
+            papers = await _dicts(conn, rows.postgres(rows.TASK_CITATION_PAPERS), (task_id,) * 2)
+        return rows.citation_graph(papers, edges)
+
     # -- search-level cache ----------------------------------------------------------------
 
     async def fresh_cache_entry(self, key: str, now: datetime) -> int | None:
@@ -689,6 +753,15 @@ async def _expire_dead_leases(conn: Connection, batch_id: int) -> None:
             " AND lease_owner = ANY(%s)",
             (batch_id, dead),
         )
+
+
+async def _upsert_fetches(conn: Connection, fetches: Sequence[CitationFetch]) -> None:
+    """Each fetch's row: created, or its links added to and its status and detail set. A fetch
+    whose paper was merged into another row meanwhile is left out."""
+    await conn.cursor().executemany(
+        _FETCH_UPSERT,
+        [(*rows.citation_fetch_values(fetch), fetch.paper_id) for fetch in fetches],
+    )
 
 
 async def _upsert_paper(conn: Connection, paper: CanonicalPaper) -> int:

@@ -109,6 +109,33 @@ CREATE TABLE IF NOT EXISTS papers (
 CREATE INDEX IF NOT EXISTS papers_arxiv ON papers (arxiv_id);
 CREATE INDEX IF NOT EXISTS papers_pmid ON papers (pmid);
 
+-- The citation graph: `citing_paper_id` cites `cited_paper_id`, as `source` (an API) lists it
+-- (lyra_crawl.session.citations). One row per pair and source; never from a paper to itself.
+CREATE TABLE IF NOT EXISTS citations (
+    citing_paper_id  INTEGER NOT NULL REFERENCES papers (id),
+    cited_paper_id   INTEGER NOT NULL REFERENCES papers (id),
+    source           TEXT NOT NULL,
+    fetched_at       TEXT NOT NULL,
+    UNIQUE (citing_paper_id, cited_paper_id, source)
+);
+CREATE INDEX IF NOT EXISTS citations_cited ON citations (cited_paper_id);
+
+-- Each list a query fetched of a paper: its references or its citations at one source, the
+-- level it was fetched at (1: the query's papers; 2: the papers those reached) and how it ended.
+CREATE TABLE IF NOT EXISTS citation_fetches (
+    query_id     INTEGER NOT NULL REFERENCES queries (id),
+    paper_id     INTEGER NOT NULL REFERENCES papers (id),
+    source       TEXT NOT NULL,
+    relation     TEXT NOT NULL,                 -- references | citations
+    level        INTEGER NOT NULL,
+    status       TEXT NOT NULL,                 -- running | done | quota | blocked | error | …
+    links        INTEGER NOT NULL DEFAULT 0,    -- papers read at the other end
+    detail       TEXT NOT NULL DEFAULT '',
+    fetched_at   TEXT NOT NULL,
+    PRIMARY KEY (query_id, paper_id, source, relation)
+);
+CREATE INDEX IF NOT EXISTS citation_fetches_paper ON citation_fetches (paper_id);
+
 -- Daily quotas: one row per engine and UTC date.
 CREATE TABLE IF NOT EXISTS engine_usage (
     engine       TEXT NOT NULL,

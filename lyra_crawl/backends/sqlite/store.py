@@ -21,6 +21,8 @@ from lyra_crawl.backends.records import (
     BatchProgress,
     BatchRecord,
     BlockCount,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EntrySpec,
     Intervention,
@@ -45,6 +47,14 @@ _ITEM_INSERT = (
     # Only a URL already stored for the query is skipped (a resumed crawl); any other
     # constraint (a missing page number, title) fails the whole page.
     " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+_FETCH_UPSERT = (
+    f"INSERT INTO citation_fetches ({', '.join(rows.CITATION_FETCH_COLUMNS)}, fetched_at)"
+    f" SELECT {', '.join('?' for _ in rows.CITATION_FETCH_COLUMNS)}, ?"
+    " WHERE EXISTS (SELECT 1 FROM papers WHERE id = ?)"
+    " ON CONFLICT (query_id, paper_id, source, relation) DO UPDATE SET"
+    " links = citation_fetches.links + excluded.links, status = excluded.status,"
+    " detail = excluded.detail, fetched_at = excluded.fetched_at"
 )
 
 
@@ -365,6 +375,62 @@ class SqliteStore(SqliteBackend):
             }
         )
 
+    # -- the citation graph ----------------------------------------------------------------
+
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        return await self._db.select(rows.stored_paper, rows.CITATION_SEEDS, (query_id, limit))
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper]
+    ) -> int:
+        now = utc_now()
+
+        def store(conn: sqlite3.Connection) -> int:
+            ids = [_upsert_paper(conn, paper, now) for paper in papers]
+            if not _paper_exists(conn, fetch.paper_id):
+                return 0  # merged into another row since the list was asked for
+            ends = [paper_id for paper_id in dict.fromkeys(ids) if paper_id != fetch.paper_id]
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [(*rows.citation_pair(fetch, end), fetch.source, now) for end in ends],
+            )
+            added = conn.total_changes - before
+            _upsert_fetches(conn, [fetch], now)
+            return added
+
+        return await self._db.write(store)
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        now = utc_now()
+        await self._db.write(lambda conn: _upsert_fetches(conn, fetches, now))
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
+        return await self._db.select(
+            rows.citation_fetch,
+            "SELECT * FROM citation_fetches WHERE query_id = ?"
+            " ORDER BY level, paper_id, source, relation",
+            (query_id,),
+        )
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper,
+            rows.CITATION_FRONTIER,
+            (query_id, level, query_id, level, query_id, limit),
+        )
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        def read(conn: sqlite3.Connection) -> CitationGraph:
+            edges = conn.execute(rows.TASK_CITATION_EDGES, (task_id, task_id))
+            papers = conn.execute(rows.TASK_CITATION_PAPERS, (task_id, task_id))
+            return rows.citation_graph(papers, edges)
+
+        return await self._db.read(read)
+
     # -- search-level cache ----------------------------------------------------------------
 
     async def fresh_cache_entry(self, key: str, now: datetime) -> int | None:
@@ -671,6 +737,19 @@ def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
     conn.executemany(
         "UPDATE batch_entries SET lease_until = 0 WHERE batch_id = ? AND lease_owner = ?",
         [(batch_id, owner) for owner in rows.dead_lease_owners(owner for (owner,) in owners)],
+    )
+
+
+def _paper_exists(conn: sqlite3.Connection, paper_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM papers WHERE id = ?", (paper_id,)).fetchone() is not None
+
+
+def _upsert_fetches(conn: sqlite3.Connection, fetches: Sequence[CitationFetch], now: str) -> None:
+    """Each fetch's row: created, or its links added to and its status and detail set. A fetch
+    whose paper was merged into another row meanwhile is left out."""
+    conn.executemany(
+        _FETCH_UPSERT,
+        [(*rows.citation_fetch_values(fetch), now, fetch.paper_id) for fetch in fetches],
     )
 
 

@@ -1,0 +1,213 @@
+"""The citation graph over real HTTP: a crawl of the simulator's paper APIs fetches the
+references and citations of its top papers through the politeness chain and stores exactly the
+edges the simulator's graph has (lyra_crawl.simulator.citations), the papers at the other end
+merged into the paper index: into the query's own papers where they are one of them."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest_twisted
+
+from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.simulator.citations import PaperKey, citations, references, unmatched
+from tests.conftest import edited_config, query_db, run_crawl, with_store
+
+QUERY = "coastal flooding"
+APIS = ("semantic_scholar", "openalex")
+# Twenty results per source: the query's papers are corpus papers 0..19, all on page 1.
+SHOWN = 20
+SMALL = ("--results-total", str(SHOWN))
+GRAPH_PATHS = re.compile(r"/graph/v1/paper/(?!search)|/works/|filter=")
+
+
+async def graph_crawl(
+    simulator: Any, db_path: Path, settings: dict[str, Any] | None = None, **arguments: Any
+) -> Any:
+    return await run_crawl(
+        simulator,
+        db_path,
+        settings,
+        query=QUERY,
+        sources=",".join(APIS),
+        serp_max_pages=1,
+        strategy="fixed",
+        task_id="coasts",
+        **arguments,
+    )
+
+
+def number(title: str) -> int:
+    """The simulator's paper number, which ends every title it serves (before any suffix)."""
+    return int(re.findall(r"\d+", title)[-1])
+
+
+def key_of(paper: sqlite3.Row) -> PaperKey:
+    return PaperKey(QUERY, number(paper["title"]))
+
+
+def read_from_abstract(paper: sqlite3.Row) -> bool:
+    return len(paper["abstract"] or "") >= 200
+
+
+def papers_by_id(db_path: Path) -> dict[int, sqlite3.Row]:
+    return {row["id"]: row for row in query_db(db_path, "SELECT * FROM papers")}
+
+
+def expected_seeds(db_path: Path, top_k: int) -> list[int]:
+    """The query's top_k papers read from their abstract, by their best fused rank."""
+    papers = papers_by_id(db_path)
+    best: dict[int, int] = {}
+    for item in query_db(db_path, "SELECT paper_id, fused_rank FROM serp_items"):
+        paper_id = item["paper_id"]
+        best[paper_id] = min(best.get(paper_id, item["fused_rank"]), item["fused_rank"])
+    ranked = sorted(
+        (rank, paper_id) for paper_id, rank in best.items() if read_from_abstract(papers[paper_id])
+    )
+    return [paper_id for _, paper_id in ranked[:top_k]]
+
+
+def expected_edges(seeds: list[PaperKey]) -> set[tuple[PaperKey, PaperKey, str]]:
+    """The graph's edges at a seed, as each API lists them: references it could resolve and
+    every citation (an unmatched reference has no record in either)."""
+    edges = set()
+    for seed in seeds:
+        for source in APIS:
+            edges |= {(seed, cited, source) for cited in references(seed) if not unmatched(cited)}
+            edges |= {(citing, seed, source) for citing in citations(seed)}
+    return edges
+
+
+def stored_edges(db_path: Path) -> set[tuple[PaperKey, PaperKey, str]]:
+    papers = papers_by_id(db_path)
+    rows = query_db(db_path, "SELECT * FROM citations")
+    edges = {
+        (
+            key_of(papers[row["citing_paper_id"]]),
+            key_of(papers[row["cited_paper_id"]]),
+            row["source"],
+        )
+        for row in rows
+    }
+    assert len(edges) == len(rows), "one row per edge and source"
+    return edges
+
+
+def fetches(db_path: Path) -> list[sqlite3.Row]:
+    return query_db(db_path, "SELECT * FROM citation_fetches ORDER BY level, paper_id, source")
+
+
+def graph_requests(simulator: Any) -> list[dict[str, Any]]:
+    return [
+        request
+        for request in simulator.requests()
+        if GRAPH_PATHS.search(request["path"] + "?" + "&".join(request["params"]))
+    ]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_depth_1_graph_has_exactly_the_simulators_edges_merged_into_the_index(
+    start_simulator, db_path
+):
+    simulator = start_simulator(*SMALL)
+
+    crawler = await graph_crawl(simulator, db_path, citation_depth=1, citation_top_k=4)
+
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "finished"
+    papers = papers_by_id(db_path)
+    seeds = expected_seeds(db_path, 4)
+    assert len(seeds) == 4
+    assert {(row["paper_id"], row["level"]) for row in fetches(db_path)} == {
+        (seed, 1) for seed in seeds
+    }
+    assert Counter((row["status"], row["relation"]) for row in fetches(db_path)) == {
+        ("done", "references"): 8,
+        ("done", "citations"): 8,
+    }
+    seed_keys = [key_of(papers[seed]) for seed in seeds]
+    expected = expected_edges(seed_keys)
+    assert len(expected) > 20 and stored_edges(db_path) == expected
+    # One row per paper: its Semantic Scholar and OpenAlex records (a preprint's too) are one.
+    ends = {key for edge in expected for key in edge[:2]}
+    rows_of = Counter(key_of(paper) for paper in papers.values())
+    assert all(rows_of[key] == 1 for key in ends), [k for k in ends if rows_of[k] != 1]
+    # A paper the query found itself is that row, whoever names it (here as a preprint too).
+    own = {row["paper_id"] for row in query_db(db_path, "SELECT paper_id FROM serp_items")}
+    found = {key_of(papers[paper_id]) for paper_id in own}
+    assert found == {PaperKey(QUERY, n) for n in range(SHOWN)}
+    cited_preprints = {
+        cited for _, cited, _ in expected if cited.number < SHOWN and cited.number % 10 == 0
+    }
+    assert cited_preprints, "the graph cites a paper of the query under its preprint's id"
+    assert {key for key in ends if key.number < SHOWN} <= found
+    stats = crawler.stats.get_stats()
+    assert stats["lyra/citations/edges"] == len(expected)
+    assert stats["lyra/citations/fetch/done"] == 16
+
+
+@pytest_twisted.ensureDeferred
+async def test_depth_0_fetches_no_graph(start_simulator, db_path):
+    simulator = start_simulator(*SMALL)
+
+    await graph_crawl(simulator, db_path, citation_depth=0)
+
+    assert graph_requests(simulator) == []
+    assert query_db(db_path, "SELECT * FROM citations") == []
+    assert fetches(db_path) == []
+    assert len(simulator.requests()) == 2  # one search page of each API
+
+
+@pytest_twisted.ensureDeferred
+async def test_top_k_bounds_the_papers_whose_lists_are_fetched(start_simulator, db_path):
+    simulator = start_simulator(*SMALL)
+
+    await graph_crawl(simulator, db_path, citation_depth=1, citation_top_k=2)
+
+    seeds = expected_seeds(db_path, 2)
+    assert {row["paper_id"] for row in fetches(db_path)} == set(seeds)
+    papers = papers_by_id(db_path)
+    assert stored_edges(db_path) == expected_edges([key_of(papers[s]) for s in seeds])
+    # Two lists at Semantic Scholar per paper; OpenAlex: its work, lookups, citations.
+    s2 = [r for r in graph_requests(simulator) if r["engine"] == "semantic_scholar"]
+    assert len(s2) == 4
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_spent_daily_limit_stops_the_graphs_requests_to_that_api_cleanly(
+    start_simulator, db_path, tmp_path
+):
+    simulator = start_simulator(*SMALL)
+    config = edited_config(
+        tmp_path / "config",
+        lambda policy: policy["engines"]["semantic_scholar"].update(daily_limit=3),
+    )
+
+    crawler = await graph_crawl(
+        simulator,
+        db_path,
+        {"LYRA_CONFIG_DIR": str(config)},
+        citation_depth=1,
+        citation_top_k=3,
+    )
+
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "finished"
+    s2 = [row for row in fetches(db_path) if row["source"] == "semantic_scholar"]
+    # Its search page and the first paper's two lists: then the quota refuses, once.
+    assert [row["status"] for row in s2].count("done") == 2
+    assert [row["status"] for row in s2].count("quota") == 4
+    assert all("daily quota spent" in row["detail"] for row in s2 if row["status"] == "quota")
+    assert {row["status"] for row in fetches(db_path) if row["source"] == "openalex"} == {"done"}
+    assert len(simulator.requests("semantic_scholar")) == 3
+    used = with_store(
+        db_path, lambda backends: backends.coordinator.quota_used("semantic_scholar", utc_date())
+    )
+    assert used == 3
+    stats = crawler.stats.get_stats()
+    assert stats["lyra/semantic_scholar/refused/quota"] == 1
+    assert stats["lyra/citations/fetch/quota"] == 4
