@@ -222,7 +222,9 @@ class CitationFetcher:
         if state is None or state.citation is None or session is None or session.citations is None:
             return
         citation = state.citation
-        message = failure.getErrorMessage()
+        # A timeout names the URL it waited for: never with a key in it, in logs or the store.
+        spec = self.crawl.config.engine(citation.source)
+        message = failure.getErrorMessage().replace(request.url, redact_secrets(spec, request.url))
         if failure.check(BackendError):
             self.crawl.backend_failed(failure.value, "the citation edges stored so far are kept")
             ends = session.citations.failed(citation, "error", message, source_stops=True)
@@ -241,7 +243,7 @@ class CitationFetcher:
                 "query %d: %s citation request %s failed: %s",
                 session.query_id,
                 citation.source,
-                redact_secrets(self.crawl.config.engine(citation.source), request.url),
+                redact_secrets(spec, request.url),
                 message,
             )
             self._count(citation.source, "network_error")

@@ -2,9 +2,9 @@
 
 Arguments (`-a name=value`): either one query — query (required), engine, serp_page,
 serp_max_pages, strategy, time_range, region, task_id, sources, cache, novelty_scope,
-harvest_rate, resume, citation_depth, citation_top_k — or a stored batch: batch=ID and concurrency=N (the batch is recorded by
-`scrapy batch FILE`). Scrapyd's `_job` is accepted either way. Settings: see the README
-(LYRA_*); the CrawlSession extension reads them.
+harvest_rate, resume, citation_depth, citation_top_k — or a stored batch: batch=ID and
+concurrency=N (the batch is recorded by `scrapy batch FILE`). Scrapyd's `_job` is accepted
+either way. Settings: see the README (LYRA_*); the CrawlSession extension reads them.
 
 The spider does three things. `start` opens the queries (lyra_crawl.session.launch: engine
 choice, resume, cache) and sends each one's first pages. `parse` turns a page into items and
