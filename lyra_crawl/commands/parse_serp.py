@@ -2,8 +2,8 @@
 
 For users whose engine broke (save the page, see what the parser makes of it) and for
 conformance checks. Prints one JSON line per result (rank, url, title, snippet, and date, doi,
-arxiv_id, pmid, authors, year, venue, abstract, source_id where the engine gives them). A
-block page prints the single line `blocked: <kind>` and exits with status 3; an error page
+arxiv_id, pmid, authors, year, venue, abstract, source_id, pdf_url where the engine gives them).
+A block page prints the single line `blocked: <kind>` and exits with status 3; an error page
 prints `error: ...` and exits with 1; a bad engine name or file exits with 2. Reads
 LYRA_CONFIG_DIR like the crawl does.
 """

@@ -40,6 +40,7 @@ from lyra_crawl.config.models import (
     LastMilePolicy,
     LyraConfig,
     PaginationDefaults,
+    PapersPolicy,
 )
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "LastMilePolicy",
     "LyraConfig",
     "PaginationDefaults",
+    "PapersPolicy",
     "SafeLoader",
     "load_config",
     "parse_config",

@@ -10,7 +10,8 @@ the SERP engines show come back here, the way a crawl's sources overlap in life:
   record with both the journal DOI and the ArXiv id, OpenAlex gives two works, the journal
   version and the preprint (DOI 10.48550/arXiv.<id>), the preprint taking the next slot.
 Years and authors come from the result (corpus.make_result), PMIDs and arXiv ids match the
-PubMed and arXiv simulators.
+PubMed and arXiv simulators; every fourth result has an open-access PDF, which Semantic Scholar
+(`openAccessPdf`) and OpenAlex (`best_oa_location`) name.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ def has_preprint(result: SimResult) -> bool:
 
 def has_pmid(result: SimResult) -> bool:
     return result.index % 3 == 0
+
+
+def open_access_pdf(result: SimResult) -> str | None:
+    if result.index % 4 != 1:
+        return None
+    return f"https://repository.sim/pdf/{hashlib.sha1(result.url.encode()).hexdigest()[:12]}.pdf"
 
 
 def venue(result: SimResult) -> str:
@@ -98,6 +105,7 @@ class SemanticScholar(OffsetPaged):
 
     def _record(self, query: str, r: SimResult) -> dict[str, Any]:
         paper_id = hashlib.sha1(f"s2|{query}|{r.index}".encode()).hexdigest()
+        pdf = open_access_pdf(r)
         ids: dict[str, Any] = {"DOI": r.doi, "CorpusId": 100000 + r.index}
         if has_preprint(r):
             ids["ArXiv"] = arxiv_id_of(r)
@@ -116,6 +124,12 @@ class SemanticScholar(OffsetPaged):
             "authors": [
                 {"authorId": str(1000 + i), "name": name} for i, name in enumerate(author_names(r))
             ],
+            # A closed paper's is {"url": "", "status": "CLOSED"}, as the real API answers.
+            "openAccessPdf": {
+                "url": pdf or "",
+                "status": "GREEN" if pdf else "CLOSED",
+                "license": None,
+            },
         }
 
     def captcha_page(self, query: str) -> SimPage:
@@ -169,6 +183,7 @@ class OpenAlex(OffsetPaged):
         ids: dict[str, str] = {"openalex": work_id}
         if doi:
             ids["doi"] = f"https://doi.org/{doi}"
+        pdf = open_access_pdf(r)
         positions: dict[str, list[int]] = {}
         for position, word in enumerate(r.snippet.split()):
             positions.setdefault(word, []).append(position)
@@ -191,6 +206,7 @@ class OpenAlex(OffsetPaged):
                 for i, n in enumerate(author_names(r))
             ],
             "abstract_inverted_index": positions or None,
+            "best_oa_location": {"is_oa": True, "pdf_url": pdf} if pdf else None,
         }
 
     def captcha_page(self, query: str) -> SimPage:
