@@ -129,9 +129,14 @@ class ResultStore(Backend, Protocol):
         papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
         fused_ranks: Mapping[str, int],
         attribution: Mapping[str, int],
+        *,
+        min_abstract_chars: int,
     ) -> None:
-        """Upsert each paper, link the query's items (by normalized URL) to it, store fused
-        ranks and the query's attribution counts, in one transaction."""
+        """Merge each paper into the one paper index (the stored papers sharing an identifier
+        or a title block with it, by the canonical rules: backends.paper_saving), decide its
+        evidence, link the query's items (by normalized URL) to its row, store fused ranks and
+        the query's attribution counts, in one transaction. Stored rows that one paper turns
+        out to be become one row."""
         ...
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None: ...

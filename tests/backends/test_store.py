@@ -375,6 +375,7 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
         ],
         {"https://a/": 1, "https://b/": 2, "https://d/": 3},
         {"both": 0, "api_only": 1, "serp_only": 1},
+        min_abstract_chars=10,
     )
     see("papers_of", await store.papers_of(first))
     see("attribution_counts", await store.attribution_counts(first))
@@ -432,7 +433,9 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
         sources={"crossref"},
         attribution="serp_only",
     )
-    await store.save_papers(second, [(again, ["https://a/"])], {"https://a/": 1}, {"both": 1})
+    await store.save_papers(
+        second, [(again, ["https://a/"])], {"https://a/": 1}, {"both": 1}, min_abstract_chars=10
+    )
     see("papers_of merged", await store.papers_of(second))
     await store.finish_query(
         second,
