@@ -23,7 +23,7 @@ def test_an_abstract_of_the_configured_length_is_the_evidence() -> None:
     [
         (None, "no abstract"),
         ("   ", "no abstract"),
-        ("Short  and\nsweet.", "abstract shorter than 200 chars (16)"),
+        ("Short  and\nsweet.", "abstract shorter than 200 chars"),
     ],
 )
 def test_without_a_long_enough_abstract_the_paper_is_fetched_saying_why(

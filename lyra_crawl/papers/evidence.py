@@ -98,9 +98,7 @@ def decide_evidence(
     length = len(" ".join(abstract.split())) if abstract else 0
     if length and length >= min_abstract_chars:
         return Evidence("abstract")
-    reason = (
-        f"abstract shorter than {min_abstract_chars} chars ({length})" if length else "no abstract"
-    )
+    reason = f"abstract shorter than {min_abstract_chars} chars" if length else "no abstract"
     best = next((urls[kind] for kind in FETCH_KINDS if kind in urls), None)
     if best is None:
         reason += "; no URL to fetch"

@@ -205,26 +205,33 @@ class QueryPaper:
 
     def close_titles(self, candidates: Mapping[int, str]) -> set[int]:
         """The candidates (id -> compact titles, one a line) with a title close to one of the
-        paper's at the character level: of two compact titles (normalised, spaces removed),
-        one is mostly found in the other (rapidfuzz partial_ratio >= CLOSE_TITLE_SCORE; a
-        candidate's titles are scored together, which can only find more).
+        paper's at the character level: two compact titles (normalised, spaces removed) score
+        at least CLOSE_TITLE_SCORE by rapidfuzz's ratio (near duplicates, words run together)
+        or partial_ratio (one title in the other: a subtitle or a citation fragment added).
 
-        A superset of what the title rules accept — near duplicates, a title plus a subtitle
-        or a citation fragment, words run together — cheap to find, one C loop per title.
+        A superset of what the title rules accept (ratio >= 90 on the spaced titles, or one
+        title the other's start or end), cheap to find: C loops over the candidates' titles.
         """
+        owners: list[int] = []
+        choices: list[str] = []
+        for paper_id, titles in candidates.items():
+            for title in titles.split("\n"):
+                owners.append(paper_id)
+                choices.append(title)
         close: set[int] = set()
         for title in self.compact_titles:
-            close.update(
-                paper_id
-                for _, _, paper_id in process.extract(
-                    title,
-                    candidates,
-                    scorer=fuzz.partial_ratio,
-                    processor=None,
-                    score_cutoff=CLOSE_TITLE_SCORE,
-                    limit=None,
+            for scorer in (fuzz.ratio, fuzz.partial_ratio):
+                close.update(
+                    owners[position]
+                    for _, _, position in process.extract(
+                        title,
+                        choices,
+                        scorer=scorer,
+                        processor=None,
+                        score_cutoff=CLOSE_TITLE_SCORE,
+                        limit=None,
+                    )
                 )
-            )
         return close
 
     def matches(self, candidates: Sequence[StoredCandidate]) -> list[int]:

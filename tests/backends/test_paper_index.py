@@ -162,7 +162,7 @@ def test_evidence_is_decided_on_the_merged_paper(store):
     assert (first.evidence, first.fetch_url, first.evidence_reason) == (
         "fetch",
         landing,
-        f"abstract shorter than {MIN_ABSTRACT} chars ({len(short)})",
+        f"abstract shorter than {MIN_ABSTRACT} chars",
     )
     assert (second.evidence, second.fetch_url) == ("fetch", "https://r.org/t.pdf")
     assert second.fetch_urls == {
