@@ -5,7 +5,6 @@ read back through the protocol."""
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,8 @@ from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.backends.sqlite.database import SCHEMA_VERSION as SQLITE_VERSION
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
-from lyra_crawl.results import result_fields
+from lyra_crawl.papers.collector import QueryPapers, paper_record
+from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
 from tests.test_paper_index import dblp_acm_records
 
@@ -30,39 +30,38 @@ MIN_ABSTRACT = 200
 async def save_query(
     backends: Backends, text: str, *records: PaperRecord, task_id: str = "t1"
 ) -> int:
-    """One query that found `records` (one result each): its page stored, its papers merged as
-    the crawl merges them and saved; returns its id."""
+    """One query that found `records` (one result each): its page stored, its papers gathered
+    and saved as its close does (papers.collector, then save_papers); returns its id."""
     store = backends.store
-    records = tuple(
-        replace(found, url=f"https://{text.replace(' ', '-')}.example/{n}")
-        for n, found in enumerate(records)
-    )
     query_id = await store.start_query(
         record(query_text=text, normalized_query=text, task_id=task_id)
     )
-    items = [
-        ResultItem(
-            url=found.url or "",
-            title=found.title,
+    items = []
+    for n, found in enumerate(records):
+        url = f"https://{text.replace(' ', '-')}.example/{n}"
+        result = SerpResult(url=url, title=found.title, **result_fields(found))
+        item = ResultItem.place(
+            result,
             query_id=query_id,
             source=found.source,
             kind=found.kind,
             page_number=1,
             position=n + 1,
-            normalized_url=found.url,
-            rank=n + 1,
-            **result_fields(found),
         )
-        for n, found in enumerate(records)
-    ]
+        item.normalized_url, item.rank = url, n + 1
+        items.append(item)
     await store.store_page(PageRecord(query_id, "mojeek", 1, "ok", len(items)), items)
-    index = CanonicalPaperIndex()
-    keys = index.add_many(records)
-    urls: dict[int, list[str]] = {}
-    for item, key in zip(items, keys, strict=True):
-        urls.setdefault(key, []).append(item.normalized_url)
-    papers = [(paper, urls[paper.key]) for paper in index.papers()]
-    await store.save_papers(query_id, papers, {}, {}, min_abstract_chars=MIN_ABSTRACT)
+    collected = QueryPapers()
+    for item in items:
+        collected.add(item.url, paper_record(item))
+    merged = collected.merged()
+    await store.save_papers(
+        query_id,
+        merged.papers,
+        merged.fused_ranks,
+        merged.attribution,
+        min_abstract_chars=MIN_ABSTRACT,
+    )
     return query_id
 
 
@@ -89,7 +88,11 @@ def test_two_queries_finding_a_paper_by_title_and_year_alone_store_one_row(store
     async def work(backends: Backends):
         first = await save_query(backends, "soil moisture", api(year=2019))
         second = await save_query(
-            backends, "semi-arid catchments", serp(title=TITLE.lower() + ".", year=2019)
+            backends,
+            "semi-arid catchments",
+            api(source="semantic_scholar", title=TITLE.lower() + ".", year=2019),
+            # The same paper as a web result, known by its title alone: no paper of its own.
+            serp(title=TITLE.lower()),
         )
         # Another paper of that title, years apart: a row of its own.
         third = await save_query(backends, "field trials", api(source="crossref", year=2009))
@@ -100,9 +103,10 @@ def test_two_queries_finding_a_paper_by_title_and_year_alone_store_one_row(store
 
     (first, second, third), papers = store.run(work)
 
-    assert first == second != third and None not in first + third
+    assert sorted(second, key=str) == [*first, None] and first != third
+    assert None not in first + third
     (paper,) = papers
-    assert paper.sources == ("mojeek", "openalex") and paper.attribution == "both"
+    assert paper.sources == ("openalex", "semantic_scholar") and paper.attribution == "api_only"
     assert (paper.doi, paper.arxiv_id, paper.pmid) == (None, None, None)
 
 
@@ -224,6 +228,8 @@ def old_paper_sql(placeholder: str) -> str:
 
 
 OLD_PAPER = (TITLE, TITLE.lower(), 2019, '["Ana Silva"]', None, "{}", "api_only", '["openalex"]')
+# Found again by a query, by title and year alone.
+again = api(source="semantic_scholar", year=2019)
 
 
 def test_a_sqlite_file_of_the_previous_release_gets_its_papers_indexed(tmp_path):
@@ -235,12 +241,12 @@ def test_a_sqlite_file_of_the_previous_release_gets_its_papers_indexed(tmp_path)
     old.commit()
     old.close()
 
-    query_id = store.run(lambda backends: save_query(backends, "again", serp(year=2019)))
+    query_id = store.run(lambda backends: save_query(backends, "again", again))
 
     (paper,) = store.run(lambda backends: backends.store.papers_of(query_id))
-    assert paper.id == 1 and paper.sources == ("mojeek", "openalex")
+    assert paper.id == 1 and paper.sources == ("openalex", "semantic_scholar")
     assert (paper.evidence, paper.evidence_reason) == ("fetch", "no abstract")
-    assert paper.fetch_url == "https://again.example/0", "the search result, all it has"
+    assert paper.fetch_url == "https://again.example/0", "the landing page it now has"
     version = sqlite3.connect(tmp_path / "db.sqlite3").execute("SELECT version FROM schema_version")
     assert version.fetchall() == [(SQLITE_VERSION,)]
 
@@ -254,12 +260,12 @@ def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
         conn.execute(old_paper_sql("%s"), OLD_PAPER)
     store = postgres_store(postgres_url, tmp_path)
 
-    query_id = store.run(lambda backends: save_query(backends, "again", serp(year=2019)))
+    query_id = store.run(lambda backends: save_query(backends, "again", again))
 
     (paper,) = store.run(lambda backends: backends.store.papers_of(query_id))
-    assert paper.id == 1 and paper.sources == ("mojeek", "openalex")
+    assert paper.id == 1 and paper.sources == ("openalex", "semantic_scholar")
     assert (paper.evidence, paper.evidence_reason) == ("fetch", "no abstract")
-    assert paper.fetch_url == "https://again.example/0", "the search result, all it has"
+    assert paper.fetch_url == "https://again.example/0", "the landing page it now has"
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [
             (POSTGRES_VERSION,)
