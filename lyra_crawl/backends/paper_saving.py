@@ -100,11 +100,10 @@ class PapersSave:
         self.papers = papers
         self.min_abstract_chars = min_abstract_chars
         self._queried = [QueryPaper(paper) for paper, _ in papers]
-        # Per paper, the stored rows it is, the kept one first (set by `match`).
-        self._matched: list[list[int]] = []
 
     @property
     def block_keys(self) -> list[str]:
+        """The blocks a save reads first: every paper's identifiers and title keys."""
         return sorted({key for queried in self._queried for key in queried.block_keys})
 
     def candidate_ids(self, blocks: Mapping[str, Sequence[int]]) -> list[int]:
