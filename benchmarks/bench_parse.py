@@ -1,7 +1,8 @@
 """Parse speed per engine on the captured real pages, next to a bare parse of the same bytes.
 
-For every page under <shared>/realworld/serp: the median time of `parse_page` (block markers,
-XPath rules or the API module, URL unwrapping) and of the bare document parse it cannot avoid
+For every real page (<shared>/realworld and the project's tests/data/realworld): the median time
+of `parse_page` (block markers, XPath rules or the API module, URL unwrapping) and of the bare
+document parse it cannot avoid
 (`lxml.html.fromstring` for HTML, `json.loads` for JSON, `lxml.etree.fromstring` for XML), timed
 alternately in one run. Figures: parse_ms_median.<engine> (median over the engine's pages) and
 parse_ratio_vs_bare.<engine> (the same median of per-page ratios).
@@ -22,6 +23,7 @@ import lxml.html
 from lyra_crawl.config import load_config
 from lyra_crawl.engines.parsing import parse_page
 
+PROJECT_PAGES = pathlib.Path(__file__).resolve().parents[1] / "tests" / "data" / "realworld"
 _XML_PARSER = lxml.etree.XMLParser(load_dtd=False, no_network=True)
 
 
@@ -44,17 +46,29 @@ def _median_seconds(work: Callable[[], object], rounds: int) -> float:
     return statistics.median(times)
 
 
+def real_pages(shared_dir: pathlib.Path) -> list[tuple[str, pathlib.Path, int]]:
+    """(engine, file, page number) of every real page: shared/realworld's and the project's."""
+    pages = []
+    for folder, manifest in (
+        (shared_dir / "realworld", "expected.json"),
+        (PROJECT_PAGES, "pages.json"),
+    ):
+        path = folder / manifest
+        entries = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        for rel, entry in sorted(entries.items()):
+            engine = entry.get("engine") or pathlib.PurePosixPath(rel).parts[1]
+            pages.append((engine, folder / rel, entry.get("page") or 1))
+    return pages
+
+
 def run(shared_dir: pathlib.Path, rounds: int = 15) -> dict[str, float]:
-    """Figures for every engine that has captured pages under shared_dir/realworld."""
-    realworld = shared_dir / "realworld"
-    expected = json.loads((realworld / "expected.json").read_text(encoding="utf-8"))
+    """Figures for every engine that has real pages (shared/realworld and the project's)."""
     config = load_config()
     parse_ms: dict[str, list[float]] = {}
     ratios: dict[str, list[float]] = {}
-    for rel, entry in sorted(expected.items()):
-        spec = config.engine(entry["engine"])
-        body = (realworld / rel).read_bytes()
-        page = entry.get("page", 1)
+    for engine, path, page in real_pages(shared_dir):
+        spec = config.engine(engine)
+        body = path.read_bytes()
         bare = partial(bare_parser(body), body)
         ours = partial(parse_page, spec, body, page)
         bare()

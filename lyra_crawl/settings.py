@@ -30,6 +30,10 @@ LYRA_CONFIG_DIR = os.environ.get("LYRA_CONFIG_DIR") or None
 # folder. LYRA_DB_PATH, a plain file path, is the older spelling of the same setting.
 LYRA_DB_URL = os.environ.get("LYRA_DB_URL") or None
 LYRA_DB_PATH = os.environ.get("LYRA_DB_PATH") or None
+# Where pages are kept for `scrapy parse-serp`: a stale parser's last page (stale/<engine>/)
+# and `scrapy check-engines` pages (check/<engine>/). Unset = the folder of the SQLite store
+# (data/ by default), or data/ with a PostgreSQL store.
+LYRA_DATA_DIR = os.environ.get("LYRA_DATA_DIR") or None
 # What crawls coordinate through (quotas, rate slots, breakers); unset = the LYRA_DB_URL file.
 LYRA_COORDINATION_URL = os.environ.get("LYRA_COORDINATION_URL") or None
 # Base URL of the bundled simulator; every engine request goes there instead of the real host.

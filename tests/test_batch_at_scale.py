@@ -9,8 +9,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +25,21 @@ from tests.conftest import (
     start_scrapy,
     with_store,
 )
-from tests.reliability.test_kill_and_resume import assert_whole_pages, stored_pages
+from tests.reliability.test_kill_and_resume import (
+    assert_whole_pages,
+    signal_after_pages,
+    stored_pages,
+)
+
+
+def four_page_batch(folder: Path, topic: str, count: int) -> Path:
+    """A batch file of `count` queries `topic N`, four pages each on mojeek."""
+    batch_file = folder / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {engine: mojeek, serp_max_pages: 4, strategy: fixed, sources: [serp]}\n"
+        "queries: [" + ", ".join(f"'{topic} {n}'" for n in range(count)) + "]\n"
+    )
+    return batch_file
 
 
 @pytest.mark.e2e
@@ -34,21 +48,11 @@ def test_a_killed_batch_run_again_does_every_entry_once_and_stores_each_page_onc
 ):
     db_path = tmp_path / "lyra.sqlite3"
     simulator = start_simulator("--slow-at", "mojeek:3:1500")
-    batch_file = tmp_path / "batch.yaml"
-    batch_file.write_text(
-        "defaults: {engine: mojeek, serp_max_pages: 4, strategy: fixed, sources: [serp]}\n"
-        "queries: [" + ", ".join(f"'estuary {n}'" for n in range(6)) + "]\n"
-    )
+    batch_file = four_page_batch(tmp_path, "estuary", 6)
     env = scrapy_env(simulator, db_path)
 
     first = start_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
-    deadline = time.monotonic() + 60
-    while stored_pages(db_path) < 5:
-        assert first.poll() is None, first.stderr.read()[-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    first.send_signal(signal.SIGKILL)
-    first.wait(timeout=10)
+    signal_after_pages(first, db_path, 5, signal.SIGKILL)
     states = [r["state"] for r in query_db(db_path, "SELECT state FROM batch_entries")]
     assert "pending" in states and "running" in states, states
 
@@ -71,6 +75,54 @@ def test_a_killed_batch_run_again_does_every_entry_once_and_stores_each_page_onc
         (q["id"], n) for q in queries for n in (1, 2, 3, 4)
     ]
     assert any(e["attempts"] == 2 for e in entries), "entries the kill interrupted ran again"
+
+
+@pytest.mark.e2e
+def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_run_again_resumes_them(
+    start_simulator, tmp_path
+):
+    db_path = tmp_path / "lyra.sqlite3"
+    simulator = start_simulator("--slow-at", "mojeek:3:2000")
+    batch_file = four_page_batch(tmp_path, "lagoon", 4)
+    env = scrapy_env(simulator, db_path)
+    first = start_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
+
+    stderr = signal_after_pages(first, db_path, 4, signal.SIGTERM)
+
+    assert "Received SIGTERM" in stderr and " ERROR: " not in stderr, stderr[-3000:]
+    entries = query_db(
+        db_path, "SELECT position, state, query_id FROM batch_entries ORDER BY position"
+    )
+    # The two running entries are back to pending with their cancelled query; the other two
+    # never started.
+    assert [(e["state"], e["query_id"] is not None) for e in entries] == [
+        ("pending", True),
+        ("pending", True),
+        ("pending", False),
+        ("pending", False),
+    ]
+    cancelled = query_db(db_path, "SELECT id, status, stop_reason FROM queries ORDER BY id")
+    assert [(q["status"], json.loads(q["stop_reason"])) for q in cancelled] == [
+        ("cancelled", {"mojeek": "cancelled"})
+    ] * 2
+    kept = stored_pages(db_path)
+    assert kept >= 4
+
+    again = run_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "continuing batch 1" in again.stdout and "4 of 4 entries succeeded" in again.stdout
+    assert_whole_pages(db_path)
+    queries = query_db(db_path, "SELECT id, status FROM queries ORDER BY id")
+    # The cancelled queries went on under their own ids: one query per entry.
+    assert [q["id"] for q in queries[:2]] == [q["id"] for q in cancelled]
+    assert [q["status"] for q in queries] == ["finished"] * 4
+    pages = query_db(db_path, "SELECT query_id, page_number FROM serp_pages ORDER BY 1, 2")
+    assert [(p["query_id"], p["page_number"]) for p in pages] == [
+        (q["id"], n) for q in queries for n in (1, 2, 3, 4)
+    ]
+    # Only the pages not stored before the signal were asked again.
+    assert len(simulator.requests("mojeek")) <= 16 + 2
 
 
 @pytest.mark.e2e

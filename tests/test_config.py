@@ -111,7 +111,7 @@ def test_missing_config_dir_names_the_variable(tmp_path):
         (
             lambda d: d["engines"]["mojeek"]["blocks"].append({"kind": "angry"}),
             None,
-            "engine 'mojeek': blocks[2].kind must be one of",
+            "engine 'mojeek': blocks[4].kind must be one of",
         ),
         (
             lambda d: d["engines"]["mojeek"]["parse"].pop("title"),
@@ -169,7 +169,7 @@ KNOWN_ENGINES = ", ".join(sorted(yaml.safe_load(PARSERS)["engines"]))
         (
             lambda d: d["engines"]["mojeek"]["parse"].update(url=[".//h2/a/@href", None]),
             None,
-            "search_parsers.yaml: engine 'mojeek': parse.url[1] must be a string (got None)",
+            "search_parsers.yaml: engine 'mojeek': parse[0].url[1] must be a string (got None)",
         ),
         (
             lambda d: d["engines"]["mojeek"]["blocks"][0].update(body_contains="automated"),

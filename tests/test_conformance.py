@@ -153,4 +153,8 @@ def test_every_named_parser_has_a_module() -> None:
 
 def test_every_html_engine_has_parse_rules_and_every_api_engine_a_parser() -> None:
     for spec in CONFIG.engines.values():
-        assert spec.parse.get("results") if spec.family == "html" else spec.parser, spec.name
+        if spec.family == "html":
+            assert all(layout.results for layout in spec.parse), spec.name
+            assert spec.no_results and (spec.no_results.body_contains or spec.no_results.xpath)
+        else:
+            assert spec.parser, spec.name

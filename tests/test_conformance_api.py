@@ -1,11 +1,13 @@
-"""The paper APIs' parsers on their real captured responses in ../shared/realworld/api.
+"""The API engines' parsers on real captured responses: ../shared/realworld/api (read in place;
+without the folder those tests skip with the reason) and the project's own
+tests/data/realworld (other modules and endpoints, empty answers, error documents, page 2+).
 
-Counts were taken from the JSON files themselves (len(data), len(results), len(items)). The
-files are read in place; without the folder these tests skip with the reason.
+Counts were taken from the JSON files themselves (len(data), len(results), len(items)).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -14,6 +16,7 @@ from lyra_crawl.config import load_config
 from lyra_crawl.engines.base import Outcome, ParseResult, SerpResult
 from lyra_crawl.engines.parsing import parse_page
 from tests.conftest import realworld_dir
+from tests.realworld_fields import ROOTS, engine_of, fields_path, manifest
 
 CONFIG = load_config()
 SOURCES = ("semantic_scholar", "openalex", "crossref")
@@ -199,3 +202,182 @@ def test_crossref_abstracts_lose_their_markup_and_dateless_works_have_no_year() 
         "Joshua Kunst",
         "Winston Chang",
     )
+
+
+# The project's own real responses of the API engines (tests/data/realworld, provenance in its
+# pages.json): other modules and endpoints, empty answers, error documents, later pages.
+API_PAGES = {
+    rel: entry
+    for rel, entry in manifest("project").items()
+    if CONFIG.engine(engine_of(rel, entry)).family != "html"
+}
+# file -> (the path the parser expected, what the body holds instead): both named in the detail.
+FOREIGN_SHAPES: dict[str, tuple[str, str]] = {
+    "api/semantic_scholar/s2py-author-search-turing-2024-12.json": (
+        "expected data (a list of papers with paperId and title)",
+        "the records have authorId, name",
+    ),
+    "api/semantic_scholar/s2py-recommendations-forpaper-2024-12.json": (
+        "expected data",
+        "the body has recommendedPapers",
+    ),
+    "api/semantic_scholar/s2py-paper-batch-authors-2024-12.json": (
+        "expected data",
+        "the body is a JSON list of 3",
+    ),
+    "api/semantic_scholar/s2py-paper-citations-offset0-2024-07.json": (
+        "expected data",
+        "the records have citingPaper",
+    ),
+    "api/semantic_scholar/s2py-paper-single-2024-12.json": (
+        "expected data",
+        "a single paper (2d5673caa9e6af3a7b82a43f19ee920992db07ad)",
+    ),
+    "api/semantic_scholar/s2py-search-fields-year-no-titles-2024-12.json": (
+        "papers with paperId and title",
+        "the records have paperId, year",
+    ),
+    "api/openalex/oapy-author-single-A5023888391-2025-06.json": (
+        "expected results (a list of works) or a single work",
+        "the body is https://openalex.org/A5023888391",
+    ),
+    "api/openalex/oapy-source-single-S137773608-2025-06.json": (
+        "expected results",
+        "the body is https://openalex.org/S137773608",
+    ),
+    "api/openalex/oapy-funder-single-F4320332161-2025-06.json": (
+        "expected results",
+        "the body is https://openalex.org/F4320332161",
+    ),
+    "api/crossref/habanero-members-list-2026-06.json": (
+        "expected message-type work-list",
+        "message-type member-list",
+    ),
+    "api/crossref/habanero-funders-list-2026-06.json": (
+        "expected message-type work-list",
+        "message-type funder-list",
+    ),
+    "api/crossref/habanero-prefix-single-2026-06.json": (
+        "expected message-type work-list",
+        "message-type prefix",
+    ),
+    "serp/wikipedia/androidapp-rest-related-pages-2018-08.json": (
+        "expected query.search, or query.pages ranked by index",
+        "the body has pages",
+    ),
+    "serp/wikidata/wdtk-wbgetentities-Q1-2015-09.json": (
+        "expected search (a list, from wbsearchentities)",
+        "the body has entities.Q1, success",
+    ),
+    "serp/pubmed/biopython-esummary-xml-pubmed-2026-01.xml": (
+        "expected <eSearchResult> (esearch XML) or result.uids (esummary JSON)",
+        "the body is <eSummaryResult>",
+    ),
+    "serp/pubmed/biopython-efetch-pubmedarticleset-2026-01.xml": (
+        "expected <eSearchResult>",
+        "the body is <PubmedArticleSet>",
+    ),
+    "serp/pubmed/biopython-espell-biopythooon-2026-01.xml": (
+        "expected <eSearchResult>",
+        "the body is <eSpellResult>",
+    ),
+}
+
+
+def parse_project_page(rel: str) -> ParseResult:
+    entry = API_PAGES[rel]
+    body = (ROOTS["project"] / rel).read_bytes()
+    spec = CONFIG.engine(engine_of(rel, entry))
+    return parse_page(spec, body, entry.get("page", 1), status=entry.get("status", 200))
+
+
+def project_outcome(entry: dict) -> Outcome:
+    if entry.get("outcome"):
+        return Outcome(entry["outcome"])
+    if entry.get("error"):
+        return Outcome.ERROR
+    return Outcome.OK if entry["organic"] else Outcome.EMPTY
+
+
+def test_every_project_api_page_has_an_entry_and_a_fields_file() -> None:
+    folders = {Path(rel).parent for rel in API_PAGES}
+    files = {
+        path.relative_to(ROOTS["project"]).as_posix()
+        for folder in folders
+        for path in (ROOTS["project"] / folder).iterdir()
+    }
+
+    assert files == set(API_PAGES)
+    assert all(fields_path("project", rel).is_file() for rel in API_PAGES)
+    assert set(FOREIGN_SHAPES) == {
+        rel for rel, entry in API_PAGES.items() if entry.get("outcome") == "layout_changed"
+    }
+
+
+@pytest.mark.parametrize("rel", sorted(API_PAGES))
+def test_project_api_page_parses_as_its_entry_says(rel: str) -> None:
+    entry = API_PAGES[rel]
+
+    result = parse_project_page(rel)
+
+    assert result.outcome is project_outcome(entry), result.detail
+    assert len(result.results) == entry["organic"]
+    assert not result.blocked
+
+
+@pytest.mark.parametrize("rel", sorted(FOREIGN_SHAPES))
+def test_another_modules_answer_is_layout_changed_naming_the_path_expected(rel: str) -> None:
+    expected, found = FOREIGN_SHAPES[rel]
+
+    result = parse_project_page(rel)
+
+    assert result.outcome is Outcome.LAYOUT_CHANGED
+    assert expected in result.detail and found in result.detail, result.detail
+    assert not result.results
+
+
+def test_a_generator_answer_beside_a_one_row_list_search_is_read_whole() -> None:
+    # The Android app asks generator=prefixsearch (20 pages) plus list=search srlimit=1 (a
+    # suggestion): reading query.search gave 1 result where the answer holds 20.
+    result = parse_project_page(
+        "serp/wikipedia/androidapp-generator-prefixsearch-with-list-search-2017-06.json"
+    )
+
+    assert result.outcome is Outcome.OK
+    assert [found.title for found in result.results[:3]] == [
+        "Narthecium",
+        "Amitriptyline",
+        "Abama Open de Canarias",
+    ]
+    assert len(result.results) == 20
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "serp/wikipedia/androidapp-list-search-empty-2017-06.json",
+        "serp/wikipedia/androidapp-generator-no-pages-warning-2017-05.json",
+        "serp/wikidata/wdtk-wbsearchentities-empty-2017-06.json",
+        "serp/arxiv/arxivpy-id-0000.0000-empty-2026-04.atom.xml",
+    ],
+)
+def test_an_empty_answer_of_the_module_read_is_empty(rel: str) -> None:
+    assert parse_project_page(rel).outcome is Outcome.EMPTY
+
+
+def test_markup_where_an_api_answers_json_is_layout_changed() -> None:
+    page = realworld_dir() / "serp/duckduckgo/lofi-ddg-html-foo-2025-04.html"
+
+    result = parse_page(CONFIG.engine("openalex"), page.read_bytes(), 1)
+
+    assert result.outcome is Outcome.LAYOUT_CHANGED
+    assert "the body is markup, not JSON" in result.detail
+
+
+def test_a_cut_off_json_answer_is_an_error_not_a_layout() -> None:
+    body = (ROOTS["project"] / "api/crossref/habanero-works-sample2-2026-06.json").read_bytes()
+
+    result = parse_page(CONFIG.engine("crossref"), body[: len(body) // 2], 1)
+
+    assert result.outcome is Outcome.ERROR
+    assert "body is not JSON" in result.detail

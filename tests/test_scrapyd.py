@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 from scrapyd_client.pyclient import ScrapydClient
 
-from lyra_crawl.batch.scrapyd import schedule_crawl, wait_for_jobs
+from lyra_crawl.batch.scrapyd import FINISHED, job_states, schedule_crawl, wait_for_jobs
 from tests.conftest import ROOT, Simulator, query_db
+from tests.reliability.test_kill_and_resume import stored_pages
 from tests.scrapyd_server import ScrapydServer
 
 PROJECT = "lyra_crawl"
@@ -88,3 +90,39 @@ def test_two_jobs_at_once_share_one_daily_limit(scrapyd, simulator, tmp_path, li
     assert sorted(row["job_id"] for row in rows) == sorted(job_ids)
     assert {row["status"] for row in rows} == {"finished"}
     assert len(simulator.requests("mojeek")) <= 3
+
+
+def test_a_job_cancelled_mid_crawl_ends_cancelled_and_keeps_its_pages(
+    scrapyd, start_simulator, tmp_path
+):
+    simulator = start_simulator("--slow-at", "mojeek:4:2000")
+    db_path = tmp_path / "scrapyd.sqlite3"
+    args = {
+        "query": "fjord sediment",
+        "engine": "mojeek",
+        "serp_max_pages": "8",
+        "strategy": "fixed",
+        "sources": "serp",
+    }
+    client = ScrapydClient(scrapyd.url)
+    job = schedule_crawl(client, PROJECT, args, job_settings(simulator, db_path))
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while stored_pages(db_path) < 3:
+        running = job_states(client, PROJECT).get(job.id) != FINISHED
+        assert running and time.monotonic() < deadline, scrapyd.job_log(PROJECT, job.id)[-3000:]
+        time.sleep(0.1)
+
+    # Scrapyd's cancel sends SIGINT (its default `signal`); Scrapy then closes gracefully.
+    assert client.cancel(PROJECT, job.id)["prevstate"] == "running"
+    states = wait_for_jobs([job], PROJECT, poll_interval=0.5, timeout=JOB_TIMEOUT_S)
+
+    log = scrapyd.job_log(PROJECT, job.id)
+    assert states == {job.id: FINISHED}, log[-3000:]
+    assert "Received SIGINT" in log and " ERROR: " not in log, log[-3000:]
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert (query["job_id"], query["status"]) == (job.id, "cancelled")
+    assert json.loads(query["stop_reason"]) == {"mojeek": "cancelled"}
+    pages = [row[0] for row in query_db(db_path, "SELECT page_number FROM serp_pages ORDER BY 1")]
+    # The page in flight when the cancel came is fetched and stored; nothing after it.
+    assert pages in ([1, 2, 3], [1, 2, 3, 4]), pages
+    assert query["items"] == 10 * len(pages)

@@ -31,6 +31,7 @@ from lyra_crawl.backends.records import (
     QueryRecord,
     RateClaim,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -61,14 +62,13 @@ class ResultStore(Backend, Protocol):
         this query (its id and engine) in the same transaction."""
         ...
 
-    async def interrupted_query(
-        self, record: QueryRecord, *, any_engine: bool
-    ) -> StoredQuery | None:
-        """The latest interrupted crawl of the same query, pages and options as `record`."""
+    async def resumable_query(self, record: QueryRecord, *, any_engine: bool) -> StoredQuery | None:
+        """The latest interrupted or cancelled crawl of the same query, pages and options as
+        `record`."""
         ...
 
     async def reopen_query(self, query_id: int) -> None:
-        """Make an interrupted query this process's running crawl again."""
+        """Make an interrupted or cancelled query this process's running crawl again."""
         ...
 
     async def finish_query(
@@ -121,6 +121,10 @@ class ResultStore(Backend, Protocol):
         ...
 
     async def repeated_url_count(self, query_id: int) -> int: ...
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        """Engines whose latest page read was layout_changed, by engine name."""
+        ...
 
     # -- papers ----------------------------------------------------------------------------
     async def save_papers(

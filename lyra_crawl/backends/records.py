@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from lyra_crawl.items import ResultItem
@@ -20,6 +21,22 @@ class BackendError(RuntimeError):
 
 
 # -- queries ---------------------------------------------------------------------------------
+
+
+class QueryStatus(str, Enum):
+    """A `queries` row's status."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    # Stopped on request before every source was done: Ctrl-C, SIGTERM, Scrapyd's cancel.
+    CANCELLED = "cancelled"
+    # Killed or crashed (marked when the next crawl opens the store), or closed by a backend
+    # failure.
+    INTERRUPTED = "interrupted"
+
+
+# A crawl `-a resume=true` (or a batch taking its entry again) goes on with.
+RESUMABLE_STATUSES = (QueryStatus.INTERRUPTED, QueryStatus.CANCELLED)
 
 
 @dataclass(frozen=True)
@@ -80,6 +97,23 @@ class PageRecord:
 @dataclass(frozen=True, kw_only=True)
 class StoredPage(PageRecord):
     items_stored: int
+    fetched_at: str
+
+
+@dataclass(frozen=True)
+class StaleParser:
+    """An engine whose latest page read by its parser was in a layout the parser does not read.
+
+    Pages read = ok, empty and layout_changed (a block or an error says nothing of the parser).
+    `since` is when the first layout_changed page after the last ok or empty one was stored,
+    `pages` how many there have been since; the latest is page `page_number` of `query_id`.
+    """
+
+    engine: str
+    since: str
+    pages: int
+    query_id: int
+    page_number: int
     fetched_at: str
 
 

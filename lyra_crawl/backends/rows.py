@@ -1,6 +1,7 @@
 """What every SQL backend shares: rows to the typed records, the item columns, instants as text,
-dead crawls on this host, a batch's figures from grouped rows. No SQL: each backend keeps its
-own dialect (saving papers, planned without SQL too, is backends.paper_saving).
+dead crawls on this host, a batch's figures from grouped rows. No SQL (each backend keeps its
+own dialect; saving papers, planned without SQL too, is backends.paper_saving) but
+STALE_PARSERS, which both read alike.
 
 A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
 as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
@@ -25,6 +26,7 @@ from lyra_crawl.backends.records import (
     DepthRates,
     Intervention,
     Moments,
+    StaleParser,
     StoredItem,
     StoredPage,
     StoredPaper,
@@ -110,6 +112,33 @@ def stored_query(row: Row | None) -> StoredQuery | None:
 
 def stored_page(row: Row) -> StoredPage:
     return StoredPage(**{name: row[name] for name in _field_names(StoredPage)})
+
+
+# The layout_changed pages stored after each engine's last ok or empty page (by time, then id:
+# two pages can share a millisecond), as StaleParser rows. Plain SQL both dialects read alike.
+STALE_PARSERS = (
+    "WITH last_read AS ("
+    "  SELECT source, fetched_at, id,"
+    "  ROW_NUMBER() OVER (PARTITION BY source ORDER BY fetched_at DESC, id DESC) AS newest"
+    "  FROM serp_pages WHERE outcome IN ('ok', 'empty')"
+    "), stale AS ("
+    "  SELECT p.source, p.query_id, p.page_number, p.fetched_at,"
+    "  MIN(p.fetched_at) OVER (PARTITION BY p.source) AS since,"
+    "  COUNT(*) OVER (PARTITION BY p.source) AS pages,"
+    "  ROW_NUMBER() OVER (PARTITION BY p.source ORDER BY p.fetched_at DESC, p.id DESC)"
+    "  AS newest"
+    "  FROM serp_pages p"
+    "  LEFT JOIN last_read r ON r.source = p.source AND r.newest = 1"
+    "  WHERE p.outcome = 'layout_changed'"
+    "  AND (r.id IS NULL OR (p.fetched_at, p.id) > (r.fetched_at, r.id))"
+    ")"
+    " SELECT source AS engine, since, pages, query_id, page_number, fetched_at FROM stale"
+    " WHERE newest = 1 ORDER BY source"
+)
+
+
+def stale_parser(row: Row) -> StaleParser:
+    return StaleParser(**{name: row[name] for name in _field_names(StaleParser)})
 
 
 def stored_paper(row: Row) -> StoredPaper:

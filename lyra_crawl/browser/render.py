@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from scrapy.settings import BaseSettings
 from scrapy_playwright.page import PageMethod
 
-from lyra_crawl.config import EngineSpec, LyraConfig
+from lyra_crawl.config import EngineSpec, LyraConfig, NoResultsMarkers
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.query.arguments import usable_engines
 
@@ -81,11 +81,19 @@ def install_browser(settings: BaseSettings, schemes: set[str]) -> None:
 
 
 def wait_markers(spec: EngineSpec) -> dict[str, Any]:
-    """The engine's result XPaths and block markers, as WAIT_SCRIPT's argument."""
+    """The engine's result XPaths, no-results and block markers, as WAIT_SCRIPT's argument."""
     blocks = spec.blocks
+    empty = spec.no_results or NoResultsMarkers()
     return {
-        "xpaths": [*spec.parse.get("results", ()), *(x for b in blocks for x in b.xpath)],
-        "texts": [text for block in blocks for text in block.body_contains],
+        "xpaths": [
+            *(xpath for layout in spec.parse for xpath in layout.results),
+            *empty.xpath,
+            *(x for b in blocks for x in b.xpath),
+        ],
+        "texts": [
+            *empty.body_contains,
+            *(text for block in blocks for text in block.body_contains),
+        ],
         "urlParts": [part for block in blocks for part in block.url_contains],
         "deadlineMs": RESULT_WAIT_MS,
     }

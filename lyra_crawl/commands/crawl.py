@@ -2,7 +2,10 @@
 
 A wrong argument, config file or store URL ends the run with one `error:` line naming the
 problem and the fix, exit status 2, and no request sent. A crawl closed because the store
-refused a write mid-crawl (disk full, read-only) exits with status 1.
+refused a write mid-crawl (disk full, read-only) exits with status 1. A crawl whose source
+stopped on a page its parse rules no longer read (stop reason `layout_changed`) exits 0, like a
+source stopped by a block: the crawl itself did not fail, it kept every page before that one;
+its one WARNING names the saved page and the fix, and `scrapy engines` keeps saying it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import sys
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.crawler import Crawler
+from scrapy.settings import BaseSettings
 from scrapy.spiders import Spider
 
 from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
@@ -32,7 +36,7 @@ class Command(ScrapyCrawlCommand):
         if args and args[0] == SerpSpider.name:
             try:
                 parse_launch(opts.spargs, load_config(self.settings.get("LYRA_CONFIG_DIR")))
-                run_sync(self._check_backends())
+                run_sync(check_backends(self.settings))
             except (ArgumentError, ConfigError, BackendError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = EXIT_BAD_INPUT
@@ -42,11 +46,13 @@ class Command(ScrapyCrawlCommand):
         if crawler is not None and crawler.stats.get_value("finish_reason") == STORAGE_ERROR:
             self.exitcode = EXIT_STORAGE_FAILED
 
-    async def _check_backends(self) -> None:
-        backends = await open_backends(urls_from_settings(self.settings))
-        await backends.close()
-
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         # Kept to read its close reason: the process has dropped it once the crawl is over.
         self._crawler = super()._create_crawler(spidercls)
         return self._crawler
+
+
+async def check_backends(settings: BaseSettings) -> None:
+    """Open and close the store and coordinator the settings name: BackendError if unusable."""
+    backends = await open_backends(urls_from_settings(settings))
+    await backends.close()

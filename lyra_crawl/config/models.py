@@ -149,6 +149,35 @@ CheckedBlockRule = Annotated[BlockRule, BeforeValidator(_block_node), AfterValid
 
 
 @dataclass(frozen=True)
+class Layout:
+    """One layout of an HTML engine's result page: each role's XPath alternatives, in order."""
+
+    layout: Text = "current"
+    results: Strings = ()
+    url: Strings = ()
+    title: Strings = ()
+    snippet: Strings = ()
+    date: Strings = ()
+    # The pager's current page number (a mismatch with the page asked for is a soft block).
+    current_page: Strings = ()
+
+
+def _layouts(node: Any) -> Any:
+    """`parse` as a list of layouts: one mapping is the one (current) layout."""
+    if node is None:
+        return ()
+    return [node] if isinstance(node, dict) else node
+
+
+@dataclass(frozen=True)
+class NoResultsMarkers:
+    """Markers of the engine's own "nothing matched your search" page; any one is enough."""
+
+    body_contains: Annotated[tuple[Text, ...], Markers] = ()
+    xpath: Annotated[tuple[Text, ...], Markers] = ()
+
+
+@dataclass(frozen=True)
 class FollowUp:
     """A second request that completes a page (PubMed: esummary for the ids esearch found)."""
 
@@ -178,8 +207,12 @@ class EngineSpec:
     region: Scalars = field(default_factory=dict)
     default_region: Text | None = None
     family: Annotated[str, one_of(FAMILIES)]
-    # Each rule is a list of XPath alternatives, tried in order until one finds something.
-    parse: Annotated[dict[Key, Strings], null_as({})] = field(default_factory=dict)
+    # HTML engines: the page's layouts, current first, older after; the first whose `results`
+    # finds anything is read.
+    parse: Annotated[tuple[Layout, ...], BeforeValidator(_layouts)] = ()
+    # HTML engines: how the engine says nothing matched (else a page without results is
+    # layout_changed).
+    no_results: NoResultsMarkers | None = None
     implemented: Flag = True
     # Which values are right depends on the family: checked in _engine_rules.
     parser: Annotated[str | None, SkipValidation] = None
@@ -222,9 +255,20 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
     if spec.default_region is not None and spec.default_region not in spec.region:
         raise problem(f"is {spec.default_region!r}, which is not a key of region", "default_region")
     if spec.implemented and spec.family == "html":
-        for rule in REQUIRED_HTML_RULES:
-            if not spec.parse.get(rule):
-                raise problem("is missing: add an XPath", "parse", rule)
+        if not spec.parse:
+            raise problem("is missing: add the XPath rules of the engine's result page", "parse")
+        for index, layout in enumerate(spec.parse):
+            for rule in REQUIRED_HTML_RULES:
+                if not getattr(layout, rule):
+                    at = ("parse", rule) if len(spec.parse) == 1 else ("parse", index, rule)
+                    raise problem("is missing: add an XPath", *at)
+        markers = spec.no_results
+        if markers is None or not (markers.body_contains or markers.xpath):
+            raise problem(
+                "is missing: give the body_contains text or xpath of the engine's own "
+                "'no results' page (else a page without results is layout_changed)",
+                "no_results",
+            )
     if spec.family == "html" and spec.parser is not None:
         raise problem(
             "is set, but html engines are parsed by their XPath rules: remove it", "parser"

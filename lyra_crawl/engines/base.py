@@ -6,7 +6,6 @@ spider only wires it in. Nothing here imports Scrapy.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,10 +19,15 @@ _WHOLE_NUMBER_RE = re.compile(r"\s*([0-9]{1,18})\s*")
 
 
 class Outcome(StrEnum):
-    """What a fetched page turned out to be. Every value but OK and EMPTY is a block."""
+    """What a fetched page turned out to be. Every value but OK, EMPTY, LAYOUT_CHANGED and ERROR
+    is a block."""
 
     OK = "ok"
+    # The engine's own "nothing matched" page (or an API's empty answer).
     EMPTY = "empty"
+    # Neither results, nor a known no-results page, nor a block: the parser no longer reads the
+    # page. Never a block: the engine did nothing wrong, the parser is stale.
+    LAYOUT_CHANGED = "layout_changed"
     CAPTCHA = "captcha"
     JAVASCRIPT_REQUIRED = "javascript_required"
     GEO_BLOCK = "geo_block"
@@ -72,6 +76,11 @@ class Extracted:
     error: str = ""
     # A block the body itself declares (an API's error code) where no marker can tell it.
     block: Outcome | None = None
+    # Set when the body has another shape than the one the parser reads: what it expected.
+    layout_changed: str = ""
+    # HTML: the layout whose result containers were found ('' when none), and how many.
+    layout: str = ""
+    containers: int = 0
     next_request: PageRequest | None = None
     follow_up: PageRequest | None = None
     dropped: dict[str, int] = field(default_factory=dict)
@@ -109,25 +118,6 @@ def whole_number(text: str | None) -> int | None:
     """The ASCII whole number `text` holds, None otherwise ('²'.isdigit() is True, int() fails)."""
     match = _WHOLE_NUMBER_RE.fullmatch(text or "")
     return int(match.group(1)) if match else None
-
-
-def load_json(body: bytes) -> Any:
-    """The decoded JSON body; ValueError (with the reason) when it is not JSON."""
-    try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"body is not JSON ({exc})") from None
-
-
-def json_object(body: bytes) -> tuple[dict[str, Any], str]:
-    """The decoded JSON object and '', or {} and why the body is not one."""
-    try:
-        doc = load_json(body)
-    except ValueError as exc:
-        return {}, str(exc)
-    if not isinstance(doc, dict):
-        return {}, f"expected a JSON object, got {type(doc).__name__}"
-    return doc, ""
 
 
 def record_results(

@@ -21,50 +21,70 @@ STATUS_BLOCKS = {429: Outcome.RATE_LIMITED}
 
 def detect_block(
     spec: EngineSpec,
-    text: str,
+    body: bytes,
     status: int,
     url: str,
     page: Selector | None = None,
 ) -> tuple[Outcome, str] | None:
     """The block this response is, with the marker that matched, or None.
 
-    `text` is the body as text, `page` the HTML page the XPath markers run on (None for API
-    engines and empty bodies).
+    `page` is the HTML page the XPath markers run on (None for API engines and empty bodies).
     """
     for rule in spec.blocks:
-        if status in rule.status and (
-            not rule.body_contains or any(_contains(text, m) for m in rule.body_contains)
-        ):
+        # Body text decides alone, whatever the status: a block page saved to a file or served
+        # as 200 by a proxy says what it is all the same.
+        marker = found_marker(body, page, rule.body_contains, rule.xpath)
+        if marker:
+            return rule.kind, marker
+        if status in rule.status and not rule.body_contains:
             return rule.kind, f"HTTP {status}"
-        for marker in rule.url_contains:
-            if marker in url:
+        for part in rule.url_contains:
+            if part in url:
                 return rule.kind, f"redirected to {url}"
-        if not rule.status:
-            for marker in rule.body_contains:
-                if _contains(text, marker):
-                    return rule.kind, f"page contains {marker!r}"
-        if page is not None:
-            for xpath in rule.xpath:
-                if page.xpath(xpath):
-                    return rule.kind, f"page matches {xpath!r}"
     if status in STATUS_BLOCKS:
         return STATUS_BLOCKS[status], f"HTTP {status}"
     return None
 
 
+def found_marker(
+    text: str | bytes, page: Selector | None, body_contains: Sequence[str], xpaths: Sequence[str]
+) -> str:
+    """Which of the markers the page holds, said for a detail; '' when none.
+
+    `text` is the raw body (its bytes: decoding a large page costs more than the search) or
+    text taken from the page; `xpaths` run on `page` only (None for API engines and empty
+    bodies).
+    """
+    for marker in body_contains:
+        if _contains(text, marker):
+            return f"page contains {marker!r}"
+    if page is not None:
+        for xpath in xpaths:
+            if page.xpath(xpath):
+                return f"page matches {xpath!r}"
+    return ""
+
+
 @lru_cache(maxsize=256)
-def _marker_pattern(marker: str) -> re.Pattern[str]:
+def _marker_words(marker: str, as_bytes: bool) -> tuple[str | bytes, ...]:
+    return tuple(word.encode() if as_bytes else word for word in marker.split())
+
+
+@lru_cache(maxsize=256)
+def _marker_pattern(marker: str, as_bytes: bool) -> re.Pattern:
     # Saved and re-indented pages break sentences across lines: any whitespace run matches.
-    return re.compile(r"\s+".join(re.escape(word) for word in marker.split()))
+    pattern = r"\s+".join(re.escape(word) for word in marker.split())
+    return re.compile(pattern.encode() if as_bytes else pattern)
 
 
-def _contains(text: str, marker: str) -> bool:
-    words = marker.split()
+def _contains(text: str | bytes, marker: str) -> bool:
+    as_bytes = isinstance(text, bytes)
+    words = _marker_words(marker, as_bytes)
     # A plain substring search per word is many times faster than the regex on a large page
     # and rules out nearly every page before the regex runs.
     if not all(word in text for word in words):
         return False
-    return len(words) < 2 or _marker_pattern(marker).search(text) is not None
+    return len(words) < 2 or _marker_pattern(marker, as_bytes).search(text) is not None
 
 
 def repeated_page(previous_urls: Sequence[str] | None, result: ParseResult) -> ParseResult:

@@ -6,7 +6,10 @@ cursors; max_results_window in the spec). Quirks seen 2026-04 in the captured re
 - `issued.date-parts` is `[[null]]` when the work has no date;
 - authors are `given` + `family`, or only `name` for an organisation;
 - `abstract` is JATS XML (`<jats:p>`, often led by a `<jats:title>Abstract</jats:title>`).
-A bad parameter is HTTP 400 with `status: failed` and a list of messages.
+A bad parameter is HTTP 400 with `status: failed` and a list of messages (a bad cursor: 404,
+`resource-failure`). A single work (`/works/{doi}`, message-type `work`) is read as a page of
+one, like OpenAlex's; any other message-type (member-list, funder-list, prefix…) is
+`layout_changed` (seen 2026-06).
 """
 
 from __future__ import annotations
@@ -16,20 +19,35 @@ from typing import Any
 import lxml.html
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
+from lyra_crawl.engines.base import Extracted, SerpResult, record_results
+from lyra_crawl.engines.shapes import foreign_records, json_document, key_paths, layout_changed
 from lyra_crawl.papers.identifiers import normalize_doi
+
+SHAPE = "message-type work-list with message.items (or a single work)"
 
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    doc, problem = json_object(body)
-    if problem:
-        return Extracted(error=problem)
+    doc, problem = json_document(body, SHAPE)
+    if problem is not None:
+        return problem
     message = doc.get("message")
-    if doc.get("status") != "ok" or not isinstance(message, dict):
+    if "status" not in doc:
+        return layout_changed(SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
+    if doc["status"] != "ok" or not isinstance(message, dict):
         return Extracted(error=f"Crossref error: {_failure(message)}")
-    if doc.get("message-type") != "work-list":
-        return Extracted(error=f"expected a work-list, got {doc.get('message-type')!r}")
-    results, dropped = record_results(message.get("items") or [], _result)
+    kind = doc.get("message-type")
+    if kind == "work":
+        results, dropped = record_results([message], _result)
+        return Extracted(results=results, dropped=dropped)
+    if kind != "work-list":
+        return layout_changed(SHAPE, f"the body is message-type {kind}")
+    items = message.get("items")
+    if not isinstance(items, list):
+        return layout_changed(SHAPE, f"the body has {key_paths(doc)}")
+    foreign = foreign_records(items, ("DOI",))
+    if foreign:
+        return layout_changed(SHAPE, f"message.items: {foreign}")
+    results, dropped = record_results(items, _result)
     start = (message.get("query") or {}).get("start-index")
     shown = start // spec.results_per_page + 1 if isinstance(start, int) else None
     return Extracted(results=results, shown_page=shown, dropped=dropped)

@@ -1,7 +1,12 @@
 """Wikipedia (`action=query&list=search`) and Wikidata (`wbsearchentities`) JSON APIs.
 
 Wikipedia's language is its subdomain, so result URLs are built on the host that answered.
-Responses of `generator=search` (pages keyed by `index`) are read too: some clients ask that way.
+Generator answers (`generator=search`, `generator=prefixsearch`: pages ranked by `index`, a
+list in formatversion 2, an object keyed by page id in 1) are read too: some clients ask that
+way, and a generator's pages are the answer even beside a one-row list=search (the Android app
+asks for a suggestion so). A generator that finds nothing leaves `query` out altogether.
+Answers of other modules (list=prefixsearch, geosearch, the REST API's `pages`) are
+`layout_changed`, never 0 or 1 result.
 """
 
 from __future__ import annotations
@@ -12,8 +17,14 @@ from urllib.parse import quote, urlsplit
 import lxml.html
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
+from lyra_crawl.engines.base import Extracted, SerpResult, record_results
 from lyra_crawl.engines.request import expected_host
+from lyra_crawl.engines.shapes import foreign_records, json_document, key_paths, layout_changed
+
+WIKIPEDIA_SHAPE = "query.search, or query.pages ranked by index (a search generator)"
+WIKIDATA_SHAPE = "search (a list, from wbsearchentities)"
+# A generator's page carries its rank; pages of prop=…&titles= or geosearch do not.
+RANKED_PAGE = ("title", "index")
 
 
 def _text(fragment: str) -> str:
@@ -25,28 +36,27 @@ def _text(fragment: str) -> str:
     )
 
 
-def _api_document(body: bytes) -> tuple[dict[str, Any], str]:
-    """The decoded answer, and the API's error message ('' when there is none)."""
-    doc, problem = json_object(body)
-    if problem:
+def _api_document(body: bytes, expected: str) -> tuple[dict[str, Any], Extracted | None]:
+    """The decoded answer, or the page it makes when it is the API's error or no object."""
+    doc, problem = json_document(body, expected)
+    if problem is not None:
         return doc, problem
     error = doc.get("error")
-    return doc, f"{error.get('code')}: {error.get('info')}" if isinstance(error, dict) else ""
+    if isinstance(error, dict):
+        return doc, Extracted(error=f"{error.get('code')}: {error.get('info')}")
+    return doc, None
 
 
 def wikipedia(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    doc, error = _api_document(body)
-    if error:
-        return Extracted(error=error)
+    doc, problem = _api_document(body, WIKIPEDIA_SHAPE)
+    if problem is not None:
+        return problem
+    rows = _ranked_rows(doc)
+    if isinstance(rows, Extracted):
+        return rows
     host = urlsplit(url).hostname or ""
     if not host.endswith(".wikipedia.org"):
         host = expected_host(spec)
-    query = doc.get("query") or {}
-    if "search" in query:
-        rows = query["search"]
-    else:
-        pages = [page for page in query.get("pages") or () if isinstance(page, dict)]
-        rows = sorted(pages, key=lambda page: page.get("index", 0))
 
     def article(row: dict[str, Any]) -> SerpResult | None:
         title = row.get("title") or ""
@@ -64,11 +74,43 @@ def wikipedia(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extr
     return Extracted(results=results, dropped=dropped)
 
 
+def _ranked_rows(doc: dict[str, Any]) -> list[Any] | Extracted:
+    """The answer's articles in rank order, or the page it makes when it has none to read."""
+    query = doc.get("query")
+    if query is None and "batchcomplete" in doc and "continue" not in doc:
+        # A generator that found nothing: MediaWiki leaves `query` out.
+        return []
+    if not isinstance(query, dict):
+        return layout_changed(WIKIPEDIA_SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
+    pages = query.get("pages")
+    if isinstance(pages, dict):
+        pages = list(pages.values())
+    if isinstance(pages, list) and not foreign_records(pages, RANKED_PAGE):
+        return sorted(
+            (page for page in pages if isinstance(page, dict)),
+            key=lambda page: page.get("index", 0),
+        )
+    rows = query.get("search")
+    if isinstance(rows, list):
+        foreign = foreign_records(rows, ("title",))
+        return layout_changed(WIKIPEDIA_SHAPE, f"query.search: {foreign}") if foreign else rows
+    if isinstance(pages, list):
+        unranked = foreign_records(pages, RANKED_PAGE)
+        return layout_changed(WIKIPEDIA_SHAPE, f"query.pages are not ranked: {unranked}")
+    return layout_changed(WIKIPEDIA_SHAPE, f"the body has {key_paths(doc)}")
+
+
 def wikidata(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    doc, error = _api_document(body)
-    if error:
-        return Extracted(error=error)
-    results, dropped = record_results(doc.get("search"), _entity)
+    doc, problem = _api_document(body, WIKIDATA_SHAPE)
+    if problem is not None:
+        return problem
+    rows = doc.get("search")
+    if not isinstance(rows, list):
+        return layout_changed(WIKIDATA_SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
+    foreign = foreign_records(rows, ("id",))
+    if foreign:
+        return layout_changed(WIKIDATA_SHAPE, f"search: {foreign}")
+    results, dropped = record_results(rows, _entity)
     return Extracted(results=results, dropped=dropped)
 
 

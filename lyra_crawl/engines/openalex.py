@@ -10,8 +10,11 @@ Docs: https://docs.openalex.org/api-entities/works. Basic paging reaches only th
 - an open-access PDF is `best_oa_location.pdf_url` (null for closed works and for open ones
   known only by a landing page);
 - a single-work lookup (`/works/W…`) answers with the bare work, not a `results` list: it is
-  read as a page of one, so a resolved DOI or W-id parses like a search hit.
+  read as a page of one, so a resolved DOI or W-id parses like a search hit;
+- every list carries `group_by: []`; a `group_by` query answers counts there and no results.
 Errors are `{"error": "...", "message": "..."}` with HTTP 400 (docs, api-reference/errors).
+Another entity (an author `A…`, a source `S…`, alone or listed) or a group_by answer is
+`layout_changed`, never a page of results.
 """
 
 from __future__ import annotations
@@ -19,29 +22,45 @@ from __future__ import annotations
 from typing import Any
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
+from lyra_crawl.engines.base import Extracted, SerpResult, record_results
+from lyra_crawl.engines.shapes import json_document, key_paths, layout_changed
 from lyra_crawl.papers.identifiers import arxiv_id_from_doi, normalize_doi, normalize_pmid
 
 WORK_ID_PREFIX = "https://openalex.org/"
+SHAPE = "results (a list of works) or a single work (id https://openalex.org/W…)"
 
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    doc, problem = json_object(body)
-    if problem:
-        return Extracted(error=problem)
+    doc, problem = json_document(body, SHAPE)
+    if problem is not None:
+        return problem
     if "error" in doc:
         detail = ": ".join(str(doc[key]) for key in ("error", "message") if doc.get(key))
         return Extracted(error=f"OpenAlex error: {detail}")
     if "results" not in doc:
-        if not str(doc.get("id", "")).startswith(WORK_ID_PREFIX + "W"):
-            return Extracted(error="expected a works list or a single work")
+        if "id" not in doc:
+            return layout_changed(SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
+        if not _is_work(doc):
+            return layout_changed(SHAPE, f"the body is {doc['id']}")
         results, dropped = record_results([doc], _result)
         return Extracted(results=results, dropped=dropped)
-    results, dropped = record_results(doc["results"] or [], _result)
+    records = doc["results"]
+    groups = doc.get("group_by")
+    if not isinstance(records, list) or (groups and not records):
+        found = f"{len(groups)} group_by counts" if groups else "results that are not a list"
+        return layout_changed(SHAPE, f"the body has {found}")
+    if records and not any(_is_work(record) for record in records):
+        first = records[0].get("id") if isinstance(records[0], dict) else records[0]
+        return layout_changed(SHAPE, f"the results are other entities ({first}, …)")
+    results, dropped = record_results(records, _result)
     shown = (doc.get("meta") or {}).get("page")
     return Extracted(
         results=results, shown_page=shown if isinstance(shown, int) else None, dropped=dropped
     )
+
+
+def _is_work(record: object) -> bool:
+    return isinstance(record, dict) and str(record.get("id", "")).startswith(WORK_ID_PREFIX + "W")
 
 
 def abstract_text(inverted_index: dict[str, list[int]] | None) -> str | None:

@@ -10,6 +10,9 @@ title, or whose URL or title is too long to be real is dropped and counted by re
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from parsel import Selector
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines import (
@@ -23,7 +26,7 @@ from lyra_crawl.engines import (
     semantic_scholar,
 )
 from lyra_crawl.engines.base import Extracted, Outcome, ParseResult, SerpResult
-from lyra_crawl.engines.blocks import detect_block
+from lyra_crawl.engines.blocks import detect_block, found_marker
 from lyra_crawl.engines.request import ensure_engine_host
 from lyra_crawl.engines.urls import is_web_url
 
@@ -51,28 +54,64 @@ def parse_page(
     spec: EngineSpec, body: bytes, page_number: int, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Turn one fetched page into results plus its outcome."""
-    text, utf8 = html.decode(body)
-    page = html.page_selector(body, utf8=utf8) if spec.family == "html" else None
-    block = detect_block(spec, text, status, url, page)
+    page = html.page_selector(body) if spec.family == "html" else None
+    block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
     if spec.family == "html":
-        if status >= 400:
-            return ParseResult(outcome=Outcome.ERROR, detail=f"HTTP {status}")
-        if page is None:
-            return ParseResult(outcome=Outcome.EMPTY, detail="empty body")
-        found = html.extract(spec, page, page_number)
-    else:
-        try:
-            found = HOOKS[spec.parser or ""](spec, body, page_number, url)
-        except SHAPE_ERRORS as exc:
-            detail = f"{spec.name} answered in a shape its parser does not read ({exc!r:.200})"
-            return ParseResult(outcome=Outcome.ERROR, detail=detail)
-        if status >= 400:
-            # An API's error document says more than its status; results never count.
-            detail = f"HTTP {status}: {found.error}" if found.error else f"HTTP {status}"
-            return ParseResult(outcome=Outcome.ERROR, detail=detail)
+        return _parse_html(spec, page, page_number, status)
+    try:
+        found = HOOKS[spec.parser or ""](spec, body, page_number, url)
+    except SHAPE_ERRORS as exc:
+        detail = f"{spec.name} answered in a shape its parser does not read ({exc!r:.200})"
+        return ParseResult(outcome=Outcome.LAYOUT_CHANGED, detail=detail)
+    if status >= 400:
+        # An API's error document says more than its status; results never count.
+        detail = f"HTTP {status}: {found.error}" if found.error else f"HTTP {status}"
+        return ParseResult(outcome=Outcome.ERROR, detail=detail)
     return _judge(spec, found, page_number)
+
+
+def _parse_html(
+    spec: EngineSpec, page: Selector | None, page_number: int, status: int
+) -> ParseResult:
+    if status >= 400:
+        return ParseResult(outcome=Outcome.ERROR, detail=f"HTTP {status}")
+    if page is None:
+        return ParseResult(outcome=Outcome.ERROR, detail="empty body")
+    found = html.extract(spec, page, page_number)
+    result = _judge(spec, found, page_number)
+    if result.outcome is Outcome.EMPTY:
+        return _without_results(spec, page, found, result)
+    return result
+
+
+def _without_results(
+    spec: EngineSpec, page: Selector, found: Extracted, result: ParseResult
+) -> ParseResult:
+    """An HTML page without results: the engine's no-results page, or one no rule reads.
+
+    The no-results text is looked for in what the page shows: engines ship the sentence among
+    their scripts' strings on every page (Bing, Brave).
+    """
+    markers = spec.no_results
+    if markers is not None:
+        shown = html.visible_text(page) if markers.body_contains else ""
+        marker = found_marker(shown, page, markers.body_contains, markers.xpath)
+        if marker:
+            return replace(result, detail=f"the engine's no-results page ({marker})")
+    links = html.outbound_links(spec, page)
+    if found.layout:
+        dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(result.dropped.items()))
+        seen = (
+            f"layout {found.layout!r}: {found.containers} result containers, none with a URL "
+            f"and a title ({dropped})"
+        )
+    else:
+        names = ", ".join(layout.layout for layout in spec.parse)
+        seen = f"no result container of any layout ({names}) is on the page"
+    detail = f"{seen}; not the engine's no-results page; {links} outbound links"
+    return replace(result, outcome=Outcome.LAYOUT_CHANGED, detail=detail)
 
 
 def _judge(spec: EngineSpec, found: Extracted, page_number: int) -> ParseResult:
@@ -80,6 +119,8 @@ def _judge(spec: EngineSpec, found: Extracted, page_number: int) -> ParseResult:
         return ParseResult(outcome=found.block, detail=found.error)
     if found.error:
         return ParseResult(outcome=Outcome.ERROR, detail=found.error)
+    if found.layout_changed:
+        return ParseResult(outcome=Outcome.LAYOUT_CHANGED, detail=found.layout_changed)
     if found.shown_page is not None and found.shown_page != page_number:
         return ParseResult(
             outcome=Outcome.SOFT_BLOCK,
@@ -152,9 +193,8 @@ def parse_token_page(
     spec: EngineSpec, body: bytes, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Read the fields a token page (Startpage's home page) hands to page 1."""
-    text, utf8 = html.decode(body)
-    page = html.page_selector(body, utf8=utf8)
-    block = detect_block(spec, text, status, url, page)
+    page = html.page_selector(body)
+    block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
     if status >= 400 or page is None:

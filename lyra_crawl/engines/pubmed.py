@@ -2,7 +2,9 @@
 
 esearch (XML, paged by `retstart` / `retmax`) lists PMIDs only; the page is completed by an
 esummary request (JSON) for those ids, which gives titles, dates and DOIs. The parser tells the
-two apart by their bodies, so the spider treats both as one page.
+two apart by their bodies, so the spider treats both as one page. An answer of another
+E-utility (esummary or efetch XML, einfo, esearch's JSON) is `layout_changed`; any E-utility's
+<ERROR> is an error.
 """
 
 from __future__ import annotations
@@ -15,15 +17,16 @@ from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import (
     Extracted,
     SerpResult,
-    json_object,
     leading_year,
     record_results,
     whole_number,
 )
 from lyra_crawl.engines.request import build_follow_up
+from lyra_crawl.engines.shapes import json_document, key_paths, layout_changed
 from lyra_crawl.papers.identifiers import normalize_doi
 
 _PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+SHAPE = "<eSearchResult> (esearch XML) or result.uids (esummary JSON)"
 
 
 def article_url(pmid: str) -> str:
@@ -31,7 +34,7 @@ def article_url(pmid: str) -> str:
 
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    if body.lstrip().startswith(b"{"):
+    if body.lstrip()[:1] in (b"{", b"["):
         return _summaries(body)
     return _search(spec, body)
 
@@ -42,11 +45,11 @@ def _search(spec: EngineSpec, body: bytes) -> Extracted:
         root = etree.fromstring(body, parser=_PARSER)
     except etree.XMLSyntaxError as exc:
         return Extracted(error=f"body is neither esearch XML nor esummary JSON ({exc})")
-    if root.tag != "eSearchResult":
-        return Extracted(error=f"expected eSearchResult, got <{root.tag}>")
     error = root.findtext("ERROR")
     if error:
-        return Extracted(error=f"esearch error: {error}")
+        return Extracted(error=f"{root.tag} error: {error}")
+    if root.tag != "eSearchResult":
+        return layout_changed(SHAPE, f"the body is <{root.tag}>")
     ids = [text.strip() for text in root.xpath("IdList/Id/text()") if text.strip()]
     start = whole_number(root.findtext("RetStart"))
     shown = start // spec.results_per_page + 1 if start is not None else None
@@ -59,18 +62,18 @@ def _search(spec: EngineSpec, body: bytes) -> Extracted:
 
 def _summaries(body: bytes) -> Extracted:
     """An esummary answer: one complete result per id, in the order esearch gave them."""
-    doc, problem = json_object(body)
-    if problem:
-        return Extracted(error=problem)
+    doc, problem = json_document(body, SHAPE)
+    if problem is not None:
+        return problem
     if "error" in doc:
         return Extracted(error=f"esummary error: {doc['error']}")
-    summaries = doc.get("result") or {}
-    uids = summaries.get("uids")
-    records = (
-        [{**(summaries.get(pmid) or {}), "uid": pmid} for pmid in uids if isinstance(pmid, str)]
-        if isinstance(uids, list)
-        else []
-    )
+    summaries = doc.get("result")
+    uids = summaries.get("uids") if isinstance(summaries, dict) else None
+    if not isinstance(uids, list):
+        return layout_changed(SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
+    records = [
+        {**(summaries.get(pmid) or {}), "uid": pmid} for pmid in uids if isinstance(pmid, str)
+    ]
     results, dropped = record_results(records, _summary)
     return Extracted(results=results, dropped=dropped)
 

@@ -2,7 +2,9 @@
 
 Only groups of type `web` are organic results; `ads` and widget groups are skipped. Errors come
 back as `status: error` with a code: 24 means too many requests, a `captchaUrl` is DataDome's
-CAPTCHA (seen 2026-04).
+CAPTCHA (seen 2026-04). The pre-v3 API (api.qwant.com/api/search/web, seen 2019-12) put its
+results straight in `data.result.items` (a list): that, or a mainline without a web group, is
+`layout_changed`.
 """
 
 from __future__ import annotations
@@ -10,15 +12,19 @@ from __future__ import annotations
 from typing import Any
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, Outcome, SerpResult, json_object, record_results
+from lyra_crawl.engines.base import Extracted, Outcome, SerpResult, record_results
+from lyra_crawl.engines.shapes import json_document, key_paths, layout_changed
 
 RATE_LIMIT_CODE = 24
+SHAPE = "data.result.items.mainline (a list of result groups, one of type web)"
 
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    doc, problem = json_object(body)
-    if problem:
-        return Extracted(error=problem)
+    doc, problem = json_document(body, SHAPE)
+    if problem is not None:
+        return problem
+    if "status" not in doc:
+        return layout_changed(SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
     data = doc.get("data") or {}
     if doc.get("status") != "success":
         if (data.get("error_data") or {}).get("captchaUrl"):
@@ -27,7 +33,15 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
         if code == RATE_LIMIT_CODE:
             return Extracted(block=Outcome.RATE_LIMITED, error=f"error_code {code}")
         return Extracted(error=f"Qwant error_code {code}")
-    groups = ((data.get("result") or {}).get("items") or {}).get("mainline") or []
+    found = (data.get("result") or {}).get("items")
+    if isinstance(found, list):
+        return layout_changed(SHAPE, "data.result.items is a list (the pre-v3 API)")
+    groups = (found or {}).get("mainline") or []
+    if not isinstance(groups, list):
+        return layout_changed(SHAPE, f"data.result.items.mainline is {type(groups).__name__}")
+    kinds = [group.get("type") for group in groups if isinstance(group, dict)]
+    if groups and "web" not in kinds:
+        return layout_changed(SHAPE, f"the groups are of type {', '.join(map(str, kinds))}")
     items = [
         item
         for group in groups

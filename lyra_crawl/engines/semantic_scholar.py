@@ -8,6 +8,10 @@ captured responses:
 - a record holds only the fields asked for (paperId and title by default), so `url` may be
   missing; `externalIds.DOI` may be null; `venue` may be "" while `journal.name` is set;
 - `openAccessPdf` of a closed paper is `{"url": "", "status": "CLOSED"}`: an empty URL.
+The other endpoints answer in other shapes, each `layout_changed` (seen 2024-12): a single
+paper (no `data`), /paper/batch (a JSON list), /author/search (`data` of authors),
+/paper/{id}/citations (`data` of `{"citingPaper": …}`), /recommendations
+(`recommendedPapers`). /paper/search/match and /paper/search/bulk answer papers in `data`.
 """
 
 from __future__ import annotations
@@ -15,19 +19,31 @@ from __future__ import annotations
 from typing import Any
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, json_object, record_results
+from lyra_crawl.engines.base import Extracted, SerpResult, record_results
+from lyra_crawl.engines.shapes import foreign_records, json_document, key_paths, layout_changed
 from lyra_crawl.papers.identifiers import normalize_doi
 
 PAPER_URL = "https://www.semanticscholar.org/paper/{paper_id}"
+SHAPE = "data (a list of papers with paperId and title)"
+PAPER_KEYS = ("paperId", "title")
 
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
-    doc, problem = json_object(body)
-    if problem:
-        return Extracted(error=problem)
+    doc, problem = json_document(body, SHAPE)
+    if problem is not None:
+        return problem
     if "error" in doc:
         return Extracted(error=f"Semantic Scholar error: {doc['error']}")
-    records = doc.get("data") or []
+    records = doc.get("data")
+    if records is None and doc.get("total") == 0:
+        return Extracted()
+    if not isinstance(records, list):
+        if "paperId" in doc:
+            return layout_changed(SHAPE, f"the body is a single paper ({doc['paperId']})")
+        return layout_changed(SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
+    foreign = foreign_records(records, PAPER_KEYS)
+    if foreign:
+        return layout_changed(SHAPE, f"data: {foreign}")
     results, dropped = record_results(records, _result)
     offset = doc.get("offset")
     # An answer without records says offset 0 whatever was asked: only a page of records

@@ -5,11 +5,13 @@ page it proposes. This middleware opens the page in its query's ledger, measures
 (lyra_crawl.paging.source_paging: relevance of each result, novelty against every URL the
 source showed before — and, with `-a novelty_scope=history`, stored by earlier crawls of the
 same query — and harvest) and asks the stop rules (lyra_crawl.paging.stop_rules). When they say
-stop, the proposed request is dropped and the reason recorded on the query: blocked, error,
-empty_page, max_pages, pagination_disabled, novelty, harvest. A request that got no answer ends
-its source through `stop_after_failure` (refused by quota or breaker: quota / blocked; a
-network error: error), called by the spider's errback, which Scrapy does not pass through
-spider middlewares.
+stop, the proposed request is dropped and the reason recorded on the query: blocked,
+layout_changed, error, empty_page, max_pages, pagination_disabled, novelty, harvest. A page in a
+layout the parser does not read is saved under LYRA_DATA_DIR's `stale/<engine>/`
+(lyra_crawl.session.saved_pages) and named in the one WARNING that says the fix. A request
+that got no answer ends its source through `stop_after_failure` (refused by quota or breaker:
+quota / blocked; a network error: error), called by the spider's errback, which Scrapy does not
+pass through spider middlewares.
 
 Governed by the spider arguments `strategy`, `serp_max_pages`, `novelty_scope` and by the
 `pagination:` section of engines.yaml (min_novelty_rate, min_harvest_rate,
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any, Self
 
 from scrapy import Request
@@ -34,9 +37,10 @@ from lyra_crawl.items import ResultItem
 from lyra_crawl.middlewares.base import RequestRefused
 from lyra_crawl.paging.stop_rules import StopReason
 from lyra_crawl.session.crawl import CrawlSession
-from lyra_crawl.session.page_outcome import PageOutcome
+from lyra_crawl.session.page_outcome import PageOutcome, page_judged
 from lyra_crawl.session.query import QuerySession
 from lyra_crawl.session.request_state import RequestKind, RequestState, request_state
+from lyra_crawl.session.saved_pages import page_suffix, save_page, stale_page_path
 
 logger = logging.getLogger(__name__)
 
@@ -62,17 +66,23 @@ class PaginationMiddleware:
             return
         items = [o for o in outputs if isinstance(o, ResultItem)]
         proposed = [o for o in outputs if _is_next_page(o, page)]
+        self.session.crawler.signals.send_catch_log(page_judged, page=page, response=response)
         if page.kind is RequestKind.TOKEN_PAGE:
             go_on = self._after_token_page(query, page)
         else:
-            go_on = await self._after_page(query, page, items, bool(proposed))
+            go_on = await self._after_page(query, page, items, bool(proposed), response)
         for output in outputs:
             if isinstance(output, PageOutcome) or (output in proposed and not go_on):
                 continue
             yield output
 
     async def _after_page(
-        self, query: QuerySession, page: PageOutcome, items: list[ResultItem], proposed: bool
+        self,
+        query: QuerySession,
+        page: PageOutcome,
+        items: list[ResultItem],
+        proposed: bool,
+        response: Response,
     ) -> bool:
         """Measure the page, open it in the ledger, and decide on the next one."""
         source = page.source
@@ -107,11 +117,12 @@ class PaginationMiddleware:
             results=len(items),
             figures=figures,
             blocked=page.outcome.is_block,
+            layout_changed=page.outcome is Outcome.LAYOUT_CHANGED,
             error=page.outcome is Outcome.ERROR,
         )
         go_on = decision.fetch_next and proposed
         if not decision.fetch_next:
-            self._stop(query, page, decision.reason, decision.detail)
+            self._stop(query, page, decision.reason, decision.detail, response)
         elif not proposed:
             query.stop(source, StopReason.EMPTY_PAGE, page.no_next_page or decision.detail)
         if not items:
@@ -129,7 +140,12 @@ class PaginationMiddleware:
         return False
 
     def _stop(
-        self, query: QuerySession, page: PageOutcome, reason: StopReason | None, detail: str
+        self,
+        query: QuerySession,
+        page: PageOutcome,
+        reason: StopReason | None,
+        detail: str,
+        response: Response,
     ) -> None:
         first = query.first_page
         if reason is StopReason.BLOCKED:
@@ -142,10 +158,38 @@ class PaginationMiddleware:
                 first,
                 page.page_number - 1,
             )
+        elif reason is StopReason.LAYOUT_CHANGED:
+            logger.warning(
+                "%s page %d is in a layout the parser does not read (%s): %s",
+                page.source,
+                page.page_number,
+                page.detail,
+                self._keep_stale_page(query, page, response),
+            )
+            detail = f"page {page.page_number}: {page.detail}"
         elif reason is StopReason.ERROR:
             logger.error("%s page %d failed: %s", page.source, page.page_number, page.detail)
             detail = f"page {page.page_number}: {page.detail}"
         query.stop(page.source, reason or StopReason.ERROR, detail)
+
+    def _keep_stale_page(self, query: QuerySession, page: PageOutcome, response: Response) -> str:
+        """Save the page for parse-serp; the fix to make, naming the saved file."""
+        engine, number = page.source, page.page_number
+        content_type = response.headers.get("Content-Type", b"").decode("latin-1")
+        path = stale_page_path(
+            self.session.data_dir,
+            engine,
+            query.query_id,
+            number,
+            page_suffix(content_type),
+            datetime.now(UTC),
+        )
+        fix = f"update {engine}'s parse rules in search_parsers.yaml"
+        try:
+            save_page(path, response.body)
+        except OSError as exc:
+            return f"{fix} (the page could not be saved: {exc})"
+        return f"{fix} until `scrapy parse-serp {engine} {path} --page {number}` reads it"
 
     def _count(self, page: PageOutcome) -> None:
         stats = self.session.stats

@@ -78,6 +78,7 @@ class SourcePaging:
         figures: PageFigures,
         blocked: bool,
         error: bool,
+        layout_changed: bool = False,
     ) -> PaginationDecision:
         return strategy.should_fetch_next(
             PageContext(
@@ -87,6 +88,7 @@ class SourcePaging:
                 novelty_rate=figures.novelty_rate,
                 harvest_rate=figures.harvest_rate,
                 blocked=blocked,
+                layout_changed=layout_changed,
                 error=error,
                 engine_max_pages=self.page_cap,
                 pagination_disabled=not self.pagination_enabled,

@@ -11,12 +11,13 @@ harvest minimums) and by the engine's own `max_pages` cap from `config/engines.y
 - auto: as fixed, and also stop when a page's novelty or harvest rate falls below its minimum.
 - exhaustive: ignore the rates and `serp_max_pages`; run to the engine's `max_pages` cap.
 
-Every strategy stops early on a blocked page, an error, a spent quota or an empty page. When
-several stop reasons hold at once, the reported one is the first of
-blocked > error > quota > empty_page > max_pages (or pagination_disabled) > novelty > harvest:
+Every strategy stops early on a blocked page, a page in a layout the parser does not read, an
+error, a spent quota or an empty page. When several stop reasons hold at once, the reported one
+is the first of blocked > layout_changed > error > quota > empty_page > max_pages (or
+pagination_disabled) > novelty > harvest:
 conditions that say the source cannot go on outrank the page limit, which outranks the
 judgement calls on the rates. `cancelled` is given to sources still paging when the crawl
-closes.
+closes before they are done (the query's status is then `cancelled` too).
 """
 
 import math
@@ -52,11 +53,41 @@ class StopReason(str, Enum):
     HARVEST = "harvest"
     EMPTY_PAGE = "empty_page"
     BLOCKED = "blocked"
+    # The page was neither results nor the engine's no-results page: the parser is stale.
+    LAYOUT_CHANGED = "layout_changed"
     ERROR = "error"
     QUOTA = "quota"
     # The crawl closed before the source finished (Ctrl-C, a shutdown); a backend failure that
     # closes it stops the unfinished sources with ERROR.
     CANCELLED = "cancelled"
+
+
+# The source is done with its query, judged from its pages: a resumed query does not page it
+# again. Any other reason (blocked, layout_changed, error, quota, cancelled) may not hold at a
+# later try.
+FINAL_STOP_REASONS = frozenset(
+    reason.value
+    for reason in (
+        StopReason.MAX_PAGES,
+        StopReason.PAGINATION_DISABLED,
+        StopReason.NOVELTY,
+        StopReason.HARVEST,
+        StopReason.EMPTY_PAGE,
+    )
+)
+
+
+# A source stopped for one of these did not run its course: its results are not what the query
+# gives, so they are never served from the cache.
+CUT_SHORT = frozenset(
+    {
+        StopReason.BLOCKED,
+        StopReason.LAYOUT_CHANGED,
+        StopReason.ERROR,
+        StopReason.QUOTA,
+        StopReason.CANCELLED,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -122,6 +153,7 @@ class PageContext:
     novelty_rate: float
     harvest_rate: float | None  # None when relevance was not computed
     blocked: bool = False
+    layout_changed: bool = False
     error: bool = False
     quota_spent: bool = False
     engine_max_pages: int | None = None
@@ -160,6 +192,8 @@ class PaginationStrategy:
         page = ctx.page_number
         if ctx.blocked:
             return _stop(StopReason.BLOCKED, f"page {page} was blocked")
+        if ctx.layout_changed:
+            return _stop(StopReason.LAYOUT_CHANGED, f"page {page} is in a layout no rule reads")
         if ctx.error:
             return _stop(StopReason.ERROR, f"page {page} failed")
         if ctx.quota_spent:

@@ -4,10 +4,21 @@ Pure logic, no Scrapy imports. Two records are the same paper when
 
 * they share a DOI, an arXiv id or a PMID — transitively, so a Semantic Scholar record carrying
   both a journal DOI and an arXiv id joins the journal version and the preprint; or
-* their normalised titles (see ``normalize_title``) score ``fuzz.ratio >= title_threshold`` and
-  a second signal agrees: a year within ``year_tolerance`` or a shared author surname; or
-* one normalised title is the other plus a subtitle ("X" vs "X: how to Y") and both signals
-  agree: a year within tolerance and a shared author surname.
+* their normalised titles (see ``normalize_title``) score ``fuzz.ratio >= title_threshold``
+  and a second signal agrees: a year within ``year_tolerance`` or a shared author surname —
+  but a year one apart is no evidence when both list authors and share none; or
+* one title is the other with a citation after it ("X binto george , jayant r. haritsa sigmod
+  conference 1997", "X - Proceedings of the VLDB"), the years and names in the citation
+  counting as the record's own, and a shared author or a year within tolerance agrees — a
+  year only when they do not both list authors and share none; or
+* one normalised title is the other plus a subtitle ("X" vs "X: how to Y") and they share an
+  author surname.
+
+Titles are read from their first words while they agree, allowing words run together and a
+typo (``titles.align_start``); a citation starts, within two words, with an initial, a year or
+a word seen in any record's author or venue field. Author surnames are compared tolerantly:
+in any order, with initials, cut short or one letter apart (``authors.same_surname``). A
+missing year never keeps records apart; only a contradicting one does.
 
 Title merges are refused when the titles are generic ("Editorial", "Book reviews", …), when one
 is a notice about the other ("Erratum: X") or a different part ("X, part II"), when both papers
@@ -18,8 +29,9 @@ unless an identifier links them.
 Evidence (years, surnames, identifiers) is kept per canonical paper, a union-find group, so a
 SERP record without authors can join through the year of an API record already in the group.
 Title scoring is blocked: each distinct title is scored, in one rapidfuzz call, only against
-earlier titles that share a pair of its longest words or its first or last words, and blocks of
-common words stop growing, which keeps the cost per record flat as the index grows.
+earlier titles that share a pair of its longest words, its first or last words, or the first or
+last characters of its words run together, and blocks of common words stop growing, which
+keeps the cost per record flat as the index grows.
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ from typing import Literal
 
 from rapidfuzz import fuzz, process
 
+from lyra_crawl.papers.authors import author_names, fold_name, same_surname
 from lyra_crawl.papers.identifiers import (
     ARXIV_DOI_PREFIX,
     arxiv_id_from_doi,
@@ -42,6 +55,7 @@ from lyra_crawl.papers.identifiers import (
     normalize_doi,
     normalize_pmid,
 )
+from lyra_crawl.papers.titles import align_start, extra_years, is_year
 from lyra_crawl.results import ResultFields, ResultKind
 
 __all__ = [
@@ -108,6 +122,11 @@ _NOISE_LABELS = (
     re.compile(rf"\s*[:\-\u2013\u2014?.!,]\s*(?:an?\s+)?{_LABEL}\s*\.?\s*$"),
 )
 _NON_WORD = re.compile(r"[\W_]+")
+# Google Scholar puts the kind of a result before its title: "[PDF] ", "[BOOK] [B] ", "[C] ".
+_RESULT_LABELS = re.compile(r"^(?:\s*\[[a-z]{1,8}\])+\s*")
+# A results page cuts a long title short ("... sleep : A ... - ScienceDirect"); NFKD makes "…"
+# three dots. What follows the cut is the site's name, not the title.
+_SHORTENED = re.compile(r"\s*\.\.\..*$")
 
 # Front matter and recurring columns: the same title names many different items.
 _GENERIC_TITLE = re.compile(
@@ -124,14 +143,17 @@ _GENERIC_TITLE = re.compile(
     r"|opening remarks|closing remarks|abstracts|articles|columns?|letters|correspondence"
 )
 
+# A generic title, alone or at the start of a longer one.
+_GENERIC_START = re.compile(rf"(?:{_GENERIC_TITLE.pattern})(?= |$)")
+
 _STOPWORDS = frozenset(
     {"a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "is", "of", "on", "or"}
     | {"over", "the", "to", "towards", "toward", "under", "using", "via", "with", "without"}
 )
 # Notices about a paper are other items than the paper: "Erratum: X" never merges with "X".
 _NOTICE = re.compile(
-    r"^(?:errat(?:a|um)|corrigend(?:a|um)|addendum|correction|retraction|expression of concern"
-    r"|comments? on|reply to|response to|rebuttal)\b"
+    r"^(?:an? )?(?:errat(?:a|um)|corrigend(?:a|um)|addendum|correction|retraction"
+    r"|expression of concern|comments? on|reply to|response to|rebuttal)\b"
 )
 # "X, part I" and "X, part II" are two papers although their titles score 99.
 _PART = re.compile(r"\b(?:part|vol|volume|chapter)\s+(\w+)")
@@ -145,13 +167,22 @@ _EDGE_WORDS = 3
 _BLOCK_LIMIT = 32
 # The shorter title needs this many content words for a subtitle match ("XML" is no evidence).
 _MIN_CONTAINED_WORDS = 3
-_NAME_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv"})
+# Characters of the run-together content words that key a title's joined blocks.
+_JOINED_KEY_LENGTH = 16
+# A citation after a title starts with a name, an initial, a venue or a year within its first
+# two words ("J. Smith", "A. B. Smith", "Proc. VLDB").
+_CITATION_START = 2
 
 
 def normalize_title(title: str) -> str:
-    """Title for comparison: entities decoded, NFKD without accents, lower-case, venue labels
-    such as "(tutorial)" removed, punctuation to spaces, whitespace folded."""
+    """Title for comparison: entities decoded, NFKD without accents, lower-case, a results
+    page's "[PDF]" before it and whatever follows "..." (where the page cut it short) dropped,
+    venue labels such as "(tutorial)" removed, punctuation to spaces, whitespace folded."""
     text = _fold(title)
+    if "[" in text:
+        text = _RESULT_LABELS.sub("", text)
+    if "..." in text:
+        text = _SHORTENED.sub("", text)
     for pattern in _NOISE_LABELS if _LABEL_WORD.search(text) else ():
         stripped = pattern.sub("", text)
         if _NON_WORD.sub("", stripped):  # a title that is only a label ("Panel") stays whole
@@ -183,10 +214,12 @@ class _Evidence:
     years: set[int]
     surnames: set[str]
     ids: dict[str, set[str]]
+    venue_words: set[str]
 
     def absorb(self, other: _Evidence) -> None:
         self.years |= other.years
         self.surnames |= other.surnames
+        self.venue_words |= other.venue_words
         for kind, values in other.ids.items():
             self.ids.setdefault(kind, set()).update(values)
 
@@ -197,9 +230,31 @@ class _Evidence:
 @dataclass(slots=True)
 class _Prepared:
     normalized_title: str
-    generic: bool
     id_keys: list[tuple[str, str]]
     evidence: _Evidence
+    name_words: set[str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Link:
+    """Another title that may name the same paper, and the words each has beyond what they share.
+
+    ``extra`` are this title's words after the part both share, ``other_extra`` the other's:
+    the citation (names, venue, year) around a title, or nothing. ``cited_names``: words both
+    citations show that name the same people. ``evidence`` says what else must agree: "year" for
+    titles that are similar (a year or a shared author will do), "citation" for titles a
+    citation apart (the same, but not when both list authors and share none), "author" for a
+    subtitle (a shared author).
+    """
+
+    other: int
+    evidence: Literal["year", "citation", "author"] = "year"
+    extra: tuple[str, ...] = ()
+    other_extra: tuple[str, ...] = ()
+    cited_names: frozenset[str] = frozenset()
+
+    def reverse(self, title_id: int) -> _Link:
+        return _Link(title_id, self.evidence, self.other_extra, self.extra, self.cited_names)
 
 
 @dataclass(slots=True)
@@ -210,8 +265,7 @@ class _Title:
     words: tuple[str, ...]
     qualifier: tuple[str, frozenset[str]]  # notice kind and part numbers; must be equal to merge
     groups: list[int] = field(default_factory=list)  # one record per paper seen with this title
-    similar: list[int] = field(default_factory=list)  # ratio >= threshold, itself included
-    subtitled: list[int] = field(default_factory=list)  # one title is the other plus a subtitle
+    links: list[_Link] = field(default_factory=list)  # itself included
 
 
 class CanonicalPaperIndex:
@@ -231,6 +285,10 @@ class CanonicalPaperIndex:
         self._title_ids: dict[str, int] = {}
         self._titles: list[_Title] = []
         self._blocks: dict[tuple[str, ...], list[int]] = {}
+        # Words seen in author and venue fields: what a citation around a title is made of.
+        self._name_words: set[str] = set()
+        self._venue_words: set[str] = set()
+        self._venue_cache: dict[str, frozenset[str]] = {}
 
     def add(self, record: PaperRecord) -> int:
         """Add one record and return the key of the canonical paper it belongs to."""
@@ -287,40 +345,50 @@ class CanonicalPaperIndex:
         ids: dict[str, set[str]] = {}
         for kind, value in id_keys:
             ids.setdefault(kind, set()).add(value)
-        surnames = {name for name in map(_surname, record.authors) if name}
+        surnames, name_words = author_names(record.authors)
         years = {record.year} if record.year is not None else set()
+        venue = set(self._venue_words_of(record.venue)) if record.venue else set()
         return _Prepared(
             normalized_title=normalized_title,
-            generic=is_generic_title(normalized_title),
             id_keys=id_keys,
-            evidence=_Evidence(years=years, surnames=surnames, ids=ids),
+            evidence=_Evidence(years=years, surnames=surnames, ids=ids, venue_words=venue),
+            name_words=name_words,
         )
+
+    def _venue_words_of(self, venue: str) -> frozenset[str]:
+        """A venue's folded words but stop words; few venues name many records."""
+        words = self._venue_cache.get(venue)
+        if words is None:
+            words = self._venue_cache[venue] = frozenset(fold_name(venue).split()) - _STOPWORDS
+        return words
 
     def _add(self, record: PaperRecord, prepared: _Prepared) -> int:
         index = len(self._records)
         self._records.append(record)
         self._parent.append(index)
         self._evidence[index] = prepared.evidence
+        self._name_words |= prepared.name_words
+        self._venue_words |= prepared.evidence.venue_words
         for key in prepared.id_keys:
             first = self._by_identifier.setdefault(key, index)
             if first != index:
                 self._union(index, first)
-        if prepared.normalized_title and not prepared.generic:
-            self._merge_by_title(index, prepared.normalized_title)
+        title = prepared.normalized_title
+        if title and not self._generic(title):
+            self._merge_by_title(index, title)
         return self._find(index)
 
     def _merge_by_title(self, index: int, normalized_title: str) -> None:
         title = self._titles[self._title_id(normalized_title)]
-        for neighbours, strict in ((title.similar, False), (title.subtitled, True)):
-            for neighbour_id in neighbours:
-                neighbour = self._titles[neighbour_id]
-                # Evidence lives on groups, so one record per group is enough; compacting here
-                # keeps the list as short as the number of distinct papers with that title.
-                neighbour.groups = list(dict.fromkeys(map(self._find, neighbour.groups)))
-                for member in neighbour.groups:
-                    own, other = self._find(index), self._find(member)
-                    if own != other and self._corroborated(own, other, strict=strict):
-                        self._union(own, other)
+        for link in title.links:
+            neighbour = self._titles[link.other]
+            # Evidence lives on groups, so one record per group is enough; compacting here keeps
+            # the list as short as the number of distinct papers with that title.
+            neighbour.groups = list(dict.fromkeys(map(self._find, neighbour.groups)))
+            for member in neighbour.groups:
+                own, other = self._find(index), self._find(member)
+                if own != other and self._corroborated(own, other, link):
+                    self._union(own, other)
         title.groups.append(index)
 
     def _title_id(self, normalized_title: str) -> int:
@@ -330,7 +398,8 @@ class CanonicalPaperIndex:
             return title_id
         title_id = len(self._titles)
         words = tuple(normalized_title.split())
-        title = _Title(normalized_title, words, _qualifier(normalized_title), similar=[title_id])
+        title = _Title(normalized_title, words, _qualifier(normalized_title))
+        title.links.append(_Link(title_id))
         self._title_ids[normalized_title] = title_id
         self._titles.append(title)
         word_keys, edge_keys = _block_keys(words)
@@ -338,33 +407,131 @@ class CanonicalPaperIndex:
         # index; the title's rarer keys find its near duplicates instead.
         word_blocks = [self._blocks.setdefault(key, []) for key in word_keys]
         edge_blocks = [self._blocks.setdefault(key, []) for key in edge_keys]
-        candidates = self._candidates(word_blocks + edge_blocks, title.qualifier)
+        edge_candidates = self._candidates(edge_blocks, title.qualifier)
+        candidates = list(
+            dict.fromkeys(self._candidates(word_blocks, title.qualifier) + edge_candidates)
+        )
         if candidates:
-            matches = process.extract(
-                normalized_title,
-                [self._titles[c].text for c in candidates],
-                scorer=fuzz.ratio,
-                processor=None,
-                score_cutoff=self.title_threshold,
-                limit=None,
-            )
-            similar = {candidates[position] for _, _, position in matches}
-            title.similar.extend(similar)
-            # The same title with a subtitle added or dropped shares its first or last words.
-            subtitled = {
-                other
-                for other in self._candidates(edge_blocks, title.qualifier)
-                if other not in similar and _is_subtitle_variant(words, self._titles[other].words)
-            }
-            title.subtitled.extend(subtitled)
-            for other in similar:
-                self._titles[other].similar.append(title_id)
-            for other in subtitled:
-                self._titles[other].subtitled.append(title_id)
+            similar = self._similar(title, candidates)
+            # The same title with a citation or a subtitle around it shares its first or last
+            # words, so only those blocks are searched for it.
+            for other in dict.fromkeys(similar + edge_candidates):
+                link = self._link(words, self._titles[other].words, other, other in similar)
+                if link is not None:
+                    title.links.append(link)
+                    self._titles[other].links.append(link.reverse(title_id))
         for block in word_blocks + edge_blocks:
             if len(block) < _BLOCK_LIMIT:
                 block.append(title_id)
         return title_id
+
+    def _similar(self, title: _Title, candidates: list[int]) -> list[int]:
+        """Candidates whose text scores at least the threshold.
+
+        The ratio is an edit similarity of the characters, spaces included, so words run
+        together cost a few points only ("deeplearning for image recognition": 1.4).
+        """
+        matches = process.extract(
+            title.text,
+            [self._titles[c].text for c in candidates],
+            scorer=fuzz.ratio,
+            processor=None,
+            score_cutoff=self.title_threshold,
+            limit=None,
+        )
+        return [candidates[position] for _, _, position in matches]
+
+    def _link(
+        self, words: tuple[str, ...], other_words: tuple[str, ...], other: int, similar: bool
+    ) -> _Link | None:
+        """How a new title relates to an earlier candidate, or None when they name two papers.
+
+        Both are read from their first words while they agree (``align_start``); what each has
+        beyond that is a citation when it starts like one or both name the same people there,
+        and a subtitle when only one has more; either needs a shared part of at least
+        ``_MIN_CONTAINED_WORDS`` content words. Similar titles link whatever they share, with
+        the citation they may carry. Failing that, one title may be the other's end ("Y: X" and
+        "X"), a subtitle too.
+        """
+        if words[0][0] != other_words[0][0]:  # no start to align (see ``align_start``)
+            return _Link(other) if similar else self._end_link(words, other_words, other)
+        i, j = align_start(words, other_words)
+        extra, other_extra = words[i:], other_words[j:]
+        if not extra and not other_extra:
+            return _Link(other)  # the same words but for their spelling
+        core_size = _content_words(words[:i])
+        if not core_size or is_generic_title(" ".join(words[:i])):
+            return _Link(other) if similar else self._end_link(words, other_words, other)
+        long_core = core_size >= _MIN_CONTAINED_WORDS
+        if not (similar or long_core):
+            return self._end_link(words, other_words, other)
+        names = (
+            self._cited_names(extra, other_extra, long_core)
+            if extra and other_extra
+            else frozenset()
+        )
+        cited = bool(names) or (
+            (not extra or self._citation(extra))
+            and (not other_extra or self._citation(other_extra))
+        )
+        if similar:
+            return _Link(other, "year", extra, other_extra, names) if cited else _Link(other)
+        if cited:
+            return _Link(other, "citation", extra, other_extra, names)
+        if extra and other_extra:
+            return self._end_link(words, other_words, other)
+        return _Link(other, "author")  # a subtitle: its words are no citation
+
+    def _end_link(
+        self, words: tuple[str, ...], other_words: tuple[str, ...], other: int
+    ) -> _Link | None:
+        """A link when one title ends the other, a subtitle (or label) before it."""
+        short, long = sorted((words, other_words), key=len)
+        if short[-1] != long[-1] or len(short) == len(long):
+            return None
+        if _content_words(short) < _MIN_CONTAINED_WORDS:
+            return None
+        return _Link(other, "author") if long[-len(short) :] == short else None
+
+    def _generic(self, normalized_title: str) -> bool:
+        """Whether a title is generic, or generic with a citation after it ("book review column
+        karl aberer sigmod record"): every word after the generic start is cited material."""
+        start = _GENERIC_START.match(normalized_title)
+        if start is None:
+            return False
+        rest = normalized_title[start.end() :].split()
+        return all(self._cited_word(word) for word in rest if word not in _STOPWORDS)
+
+    def _cited_word(self, word: str) -> bool:
+        """An initial, a year, or a word of an author or venue field."""
+        return (
+            len(word) == 1 or is_year(word) or word in self._name_words or word in self._venue_words
+        )
+
+    def _citation(self, extra: tuple[str, ...]) -> bool:
+        """Whether words after a title start like a citation: one of the first two words that
+        are not stop words is an initial, a year, or a word of an author or venue field."""
+        leading = [word for word in extra if word not in _STOPWORDS][:_CITATION_START]
+        return any(map(self._cited_word, leading))
+
+    def _cited_names(
+        self, extra: tuple[str, ...], other_extra: tuple[str, ...], long_core: bool
+    ) -> frozenset[str]:
+        """Words both citations show that name the same people: known author names, or, after
+        a long shared title, at least two words that make up half of either citation's words
+        that are neither venue words nor years (one author list in another order)."""
+        words, other_words = self._name_like(extra), self._name_like(other_extra)
+        shared = words & other_words
+        known = shared & self._name_words
+        if known:
+            return frozenset(known)
+        if long_core and len(shared) >= 2 and 2 * len(shared) >= min(len(words), len(other_words)):
+            return frozenset(shared)
+        return frozenset()
+
+    def _name_like(self, extra: tuple[str, ...]) -> set[str]:
+        words = set(extra) - _STOPWORDS - self._venue_words
+        return {word for word in words if len(word) > 1 and word.isalpha()}
 
     def _candidates(
         self, blocks: list[list[int]], qualifier: tuple[str, frozenset[str]]
@@ -373,24 +540,64 @@ class CanonicalPaperIndex:
         seen = dict.fromkeys(c for block in blocks if len(block) < _BLOCK_LIMIT for c in block)
         return [c for c in seen if self._titles[c].qualifier == qualifier]
 
-    def _corroborated(self, a: int, b: int, *, strict: bool) -> bool:
-        """Whether two groups with matching titles are one paper by their other evidence.
+    def _corroborated(self, a: int, b: int, link: _Link) -> bool:
+        """Whether two groups with linked titles are one paper by their other evidence.
 
         Identifiers of one kind that disagree, or years further apart than the tolerance, keep
-        them apart. Otherwise a year within tolerance or a shared author surname is enough for
-        similar titles; a title match with a subtitle added (``strict``) needs both.
+        them apart; a missing year never does. Then a shared author is enough; a year within
+        tolerance is too, unless the link needs an author, or the year is one apart and both
+        list authors and share none. The years and names a citation around a title shows count
+        as its group's own.
         """
         first, second = self._evidence[a], self._evidence[b]
         for kind in first.ids.keys() & second.ids.keys():
             if first.ids[kind].isdisjoint(second.ids[kind]):
                 return False
-        year_gap = min((abs(x - y) for x in first.years for y in second.years), default=None)
+        years = first.years | extra_years(link.extra) if link.extra else first.years
+        other_years = (
+            second.years | extra_years(link.other_extra) if link.other_extra else second.years
+        )
+        year_gap = min((abs(x - y) for x in years for y in other_years), default=None)
         if year_gap is not None and year_gap > self.year_tolerance:
             return False
-        same_authors = not first.surnames.isdisjoint(second.surnames)
-        if strict:
-            return same_authors and year_gap is not None
-        return same_authors or year_gap is not None
+        if self._share_author(first.surnames, second.surnames, link):
+            return True
+        if link.evidence == "author" or year_gap is None:
+            return False
+        listed = (first.surnames or self._name_words.intersection(link.extra)) and (
+            second.surnames or self._name_words.intersection(link.other_extra)
+        )
+        if link.evidence == "citation":
+            # Venue words are common title words too; a year alone backs a citation that shows
+            # something to check: a year, an initial, a known name, or the other's venue.
+            return not listed and (
+                self._checkable(link.extra, second) or self._checkable(link.other_extra, first)
+            )
+        return year_gap == 0 or not listed
+
+    def _checkable(self, extra: tuple[str, ...], other: _Evidence) -> bool:
+        """Whether a citation shows a year, an initial, a known name or a word of the other
+        group's venue."""
+        return any(
+            len(word) == 1 or is_year(word) or word in self._name_words or word in other.venue_words
+            for word in extra
+            if word not in _STOPWORDS
+        )
+
+    def _share_author(self, surnames: set[str], other_surnames: set[str], link: _Link) -> bool:
+        """Whether two groups name a common author: in their author fields, in both citations
+        around their titles, or a word cited by one that matches a surname listed by the other."""
+        if not surnames.isdisjoint(other_surnames) or link.cited_names:
+            return True
+        pairs = [(surnames, other_surnames)]
+        if link.extra:
+            pairs.append((_spellings(link.extra), other_surnames))
+        if link.other_extra:
+            pairs.append((surnames, _spellings(link.other_extra)))
+        # A misspelt or shortened name keeps its first letter (see ``same_surname``).
+        return any(
+            same_surname(x, y) for one, two in pairs for x in one for y in two if x[0] == y[0]
+        )
 
     def _find(self, index: int) -> int:
         parent = self._parent
@@ -438,32 +645,23 @@ def _block_keys(words: tuple[str, ...]) -> tuple[list[tuple[str, ...]], list[tup
     # Two-word titles lose their only pair to one typo, so they also block on single words.
     if len(longest) <= 2:
         word_keys.extend((word,) for word in longest)
-    if len(content) < _MIN_CONTAINED_WORDS:
-        return word_keys, []
-    return word_keys, [("^", *content[:_EDGE_WORDS]), ("$", *content[-_EDGE_WORDS:])]
+    # The content words run together find the same title with words run together or split.
+    joined = "".join(content)
+    edge_keys = [("<", joined[:_JOINED_KEY_LENGTH]), (">", joined[-_JOINED_KEY_LENGTH:])]
+    if len(content) >= _MIN_CONTAINED_WORDS:
+        edge_keys += [("^", *content[:_EDGE_WORDS]), ("$", *content[-_EDGE_WORDS:])]
+    return word_keys, edge_keys
 
 
-def _is_subtitle_variant(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """Whether the shorter title is the longer one's start or end ("X" vs "X: how to Y")."""
-    short, long = (a, b) if len(a) <= len(b) else (b, a)
-    if len(short) == len(long):
-        return False
-    return long[: len(short)] == short or long[-len(short) :] == short
+def _spellings(words: tuple[str, ...]) -> set[str]:
+    """The words, and each two or three next to each other run together: a cited name may be
+    split ("Ö zsu", "Galindo-Legaria") where an author field has it whole."""
+    runs = (words[i : i + size] for size in (2, 3) for i in range(len(words) - size + 1))
+    return set(words).union(map("".join, runs))
 
 
-def _surname(author: str) -> str | None:
-    """Lower-case ASCII surname from "Given Family", "Family, Given" or "Family GA" (PubMed)."""
-    if "," in author:
-        family = author.split(",", 1)[0]
-    else:
-        parts = [p for p in author.split() if p.strip(".").lower() not in _NAME_SUFFIXES]
-        if not parts:
-            return None
-        initials = len(parts) > 1 and parts[-1].isupper() and len(parts[-1].strip(".")) <= 3
-        family = parts[0] if initials else parts[-1]
-    if family.isascii() and family.isalpha():
-        return family.lower()
-    return _NON_WORD.sub("", _fold(family)) or None
+def _content_words(words: tuple[str, ...]) -> int:
+    return sum(word not in _STOPWORDS for word in words)
 
 
 def _identifier_keys(record: PaperRecord) -> list[tuple[str, str]]:

@@ -11,6 +11,8 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from lyra_crawl.backends.records import QueryStatus
+from lyra_crawl.paging.stop_rules import CUT_SHORT, StopReason
 from lyra_crawl.session.query import QuerySession
 
 if TYPE_CHECKING:
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-async def close_query(crawl: CrawlSession, session: QuerySession, status: str) -> None:
+async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryStatus) -> None:
     store = crawl.store
     query_id = session.query_id
     for reason in session.stop_reasons.values():
@@ -38,18 +40,22 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: str) -
             merged.attribution,
             min_abstract_chars=crawl.config.papers.min_abstract_chars,
         )
-    # An interrupted entry is taken again by the batch's next run, which resumes it.
-    entry_state = {"finished": "done", "interrupted": "pending"}.get(status, "failed")
+    # An interrupted or cancelled entry is taken again (by the batch's next run, or another
+    # node's crawl), which resumes it.
+    entry_state = "done" if status is QueryStatus.FINISHED else "pending"
     row = await store.finish_query(
         query_id,
-        status=status,
+        status=status.value,
         stop_reasons=session.stop_reasons,
         errors=session.errors,
         relevance_threshold=crawl.config.pagination.relevance_threshold,
         entry_state=entry_state,
     )
     arguments = session.arguments
-    if status == "finished" and row.items and not session.cache_hit and arguments.cache != "off":
+    complete = status is QueryStatus.FINISHED and not any(
+        StopReason(reason) in CUT_SHORT for reason in session.stop_reasons.values()
+    )
+    if complete and row.items and not session.cache_hit and arguments.cache != "off":
         now = datetime.now(UTC)
         await store.store_cache_entry(
             session.cache_key,
@@ -60,7 +66,7 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: str) -
     logger.info(
         "query %d %s: %d pages, %d items, stop %s",
         query_id,
-        status,
+        status.value,
         row.pages_fetched,
         row.items,
         session.stop_reasons,

@@ -2,9 +2,10 @@
 
 Built from the crawler's settings before the first request: the config (LYRA_CONFIG_DIR), the
 backends (LYRA_DB_URL / LYRA_DB_PATH, LYRA_COORDINATION_URL; opened when the spider opens,
-closed when it closes), the simulator URL, the API secrets, and the registry of the crawl's
-QuerySessions by query id. The spider, middlewares and pipelines get it in `from_crawler`
-(`crawler.get_extension(CrawlSession)`) and find a request's or item's query through it.
+closed when it closes), the simulator URL, the API secrets, the folder pages are saved in
+(LYRA_DATA_DIR), and the registry of the crawl's QuerySessions by query id. The spider,
+middlewares and pipelines get it in `from_crawler` (`crawler.get_extension(CrawlSession)`) and
+find a request's or item's query through it.
 
 It also keeps the crawl open while lyra has work Scrapy cannot see: requests waiting for their
 engine outside the shared concurrency, and queries being closed.
@@ -29,12 +30,13 @@ from twisted.internet.task import LoopingCall
 
 from lyra_crawl.backends import Backends, open_backends, urls_from_settings
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
-from lyra_crawl.backends.records import BackendError
+from lyra_crawl.backends.records import BackendError, QueryStatus
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import PageRequest
 from lyra_crawl.engines.request import build_page_request, secrets_from_settings
 from lyra_crawl.session.closing import close_query
 from lyra_crawl.session.query import CompletedPage, QuerySession
+from lyra_crawl.session.saved_pages import data_dir
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ class CrawlSession:
         # Who holds a breaker's half-open trial or a batch entry's lease.
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self._backend_urls = urls_from_settings(settings)
+        # Where pages are kept for `scrapy parse-serp` (lyra_crawl.session.saved_pages).
+        self.data_dir = data_dir(settings)
         self._backends: Backends | None = None
         self.queries: dict[int, QuerySession] = {}
         # The first backend failure, which closes the crawl; and whether the store itself
@@ -168,7 +172,8 @@ class CrawlSession:
         if session.done:
             # Cut short by a backend failure: left to `resume=true`.
             await self._close(
-                session, "finished" if self.storage_failure is None else "interrupted"
+                session,
+                QueryStatus.FINISHED if self.storage_failure is None else QueryStatus.INTERRUPTED,
             )
 
     def settle_later(self, session: QuerySession) -> None:
@@ -214,7 +219,7 @@ class CrawlSession:
         # Not awaited: closing waits for the item being stored, which waits for this.
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORAGE_ERROR))
 
-    async def _close(self, session: QuerySession, status: str) -> None:
+    async def _close(self, session: QuerySession, status: QueryStatus) -> None:
         session.closing = True
         try:
             for page in session.take_completed_pages():
@@ -249,12 +254,22 @@ class CrawlSession:
         if self._waiting or self._tasks:
             raise DontCloseSpider
 
+    def _closing_status(self, reason: str) -> QueryStatus:
+        """The status of the queries still open when the crawl closes for `reason`.
+
+        Any close other than finishing or a backend failure was asked for: `shutdown` (Ctrl-C,
+        SIGTERM, Scrapyd's cancel, which sends SIGINT), a CloseSpider limit, `cancelled`.
+        """
+        if self.storage_failure is not None:
+            return QueryStatus.INTERRUPTED
+        return QueryStatus.FINISHED if reason == "finished" else QueryStatus.CANCELLED
+
     async def spider_closed(self, reason: str) -> None:
         if self._lease_renewal is not None and self._lease_renewal.running:
             self._lease_renewal.stop()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
-        status = "finished" if reason == "finished" else "interrupted"
+        status = self._closing_status(reason)
         failure = str(self.storage_failure) if self.storage_failure is not None else None
         for session in list(self.queries.values()):
             session.cancel_unfinished(failure)

@@ -1,5 +1,5 @@
-"""Open one query: its engine chosen, its row started (or an interrupted one reopened), its
-cache consulted, and the first page of each source planned.
+"""Open one query: its engine chosen, its row started (or an interrupted or cancelled one
+reopened), its cache consulted, and the first page of each source planned.
 
 The result is a QuerySession registered with the crawl, plus what the spider sends first:
 the page requests to make, or, for a query answered from the cache, the stored results to
@@ -21,7 +21,13 @@ from lyra_crawl.engines.request import QueryError
 from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.relevance import RelevanceConfig
 from lyra_crawl.paging.source_paging import SourcePaging
-from lyra_crawl.paging.stop_rules import PaginationConfig, PaginationStrategy, StopReason, Strategy
+from lyra_crawl.paging.stop_rules import (
+    FINAL_STOP_REASONS,
+    PaginationConfig,
+    PaginationStrategy,
+    StopReason,
+    Strategy,
+)
 from lyra_crawl.papers.collector import paper_record
 from lyra_crawl.politeness.breaker import refuses_now
 from lyra_crawl.politeness.quota import utc_date
@@ -65,13 +71,13 @@ async def open_query(
 ) -> OpenedQuery:
     """Open and register one query; QueryNotOpened when it cannot start."""
     normalized = normalize_query(arguments.query)
-    resumed = await _interrupted(crawl, arguments, normalized) if arguments.resume else None
+    resumed = await _resumable(crawl, arguments, normalized) if arguments.resume else None
     engine, selection = await _engine(crawl, arguments, resumed)
     sources = crawl_sources(engine, arguments.sources)
     start_pages: dict[str, int] = {}
     if resumed is not None:
         try:
-            start_pages = await _resume_pages(crawl, resumed.id, sources, arguments.serp_page)
+            start_pages = await _resume_pages(crawl, resumed, sources, arguments.serp_page)
         except QueryNotOpened as exc:
             if entry is None:
                 raise
@@ -107,7 +113,7 @@ async def open_query(
         batch_entry_id=entry.id if entry else None,
     )
     if resumed is not None:
-        await _resume(crawl, session, start_pages)
+        await _resume(crawl, session, resumed, start_pages)
     cached = None if resumed else await _fresh_cache_entry(crawl, session)
     crawl.register(session)
     if cached is not None:
@@ -217,29 +223,35 @@ async def _available(crawl: CrawlSession, engines: list[str]) -> list[str]:
 
 
 # -- resume (-a resume=true) -----------------------------------------------------------------
-# The interrupted queries row is reopened, not copied: each source's pages stay where they are
-# and it goes on after its last stored page, so every page is stored once under one query id.
+# The interrupted or cancelled queries row is reopened, not copied: each source's pages stay
+# where they are and it goes on after its last stored page, so every page is stored once under
+# one query id. A source that had stopped for good (FINAL_STOP_REASONS) stays stopped.
 
 
-async def _interrupted(
+async def _resumable(
     crawl: CrawlSession, arguments: CrawlArguments, normalized: str
 ) -> StoredQuery | None:
     engine = arguments.engine
     record = _query_record(arguments, normalized, engine or "", None, None)
-    row = await crawl.store.interrupted_query(record, any_engine=engine is None)
+    row = await crawl.store.resumable_query(record, any_engine=engine is None)
     if row is None:
-        logger.info("resume=true: no interrupted crawl of %r, starting afresh", normalized)
+        logger.info(
+            "resume=true: no interrupted or cancelled crawl of %r, starting afresh", normalized
+        )
     return row
 
 
 async def _resume_pages(
-    crawl: CrawlSession, query_id: int, sources: list[str], first_page: int
+    crawl: CrawlSession, resumed: StoredQuery, sources: list[str], first_page: int
 ) -> dict[str, int]:
-    """Each source's page after its last stored one; QueryNotOpened when a source that hands
-    a token from page to page would have to start past its first page."""
+    """Each unfinished source's page after its last stored one; QueryNotOpened when a source
+    that hands a token from page to page would have to start past its first page."""
+    query_id = resumed.id
     stored = {(page.source, page.page_number) for page in await crawl.store.pages(query_id)}
     starts = {}
     for source in sources:
+        if source in _finished_sources(resumed):
+            continue
         following = first_page
         while (source, following) in stored:
             following += 1
@@ -254,16 +266,36 @@ async def _resume_pages(
     return starts
 
 
-async def _resume(crawl: CrawlSession, session: QuerySession, start_pages: dict[str, int]) -> None:
-    """Each source from `start_pages`; the stored items join the dedupe and merge."""
+def _finished_sources(resumed: StoredQuery) -> dict[str, str]:
+    """The sources of a stored query that had stopped for good, with their reasons."""
+    return {
+        source: reason
+        for source, reason in resumed.stop_reason.items()
+        if reason in FINAL_STOP_REASONS
+    }
+
+
+async def _resume(
+    crawl: CrawlSession,
+    session: QuerySession,
+    resumed: StoredQuery,
+    start_pages: dict[str, int],
+) -> None:
+    """Each unfinished source from `start_pages`; the stored items join the dedupe and merge."""
     store = crawl.store
     query_id = session.query_id
     session.start_pages.update(start_pages)
+    session.stop_reasons.update(_finished_sources(resumed))
     await store.reopen_query(query_id)
     for item in await store.items(query_id):
         session.dedupe.remember(item.normalized_url or "", item.doi, item.source, item.rank or 0)
         session.papers.add(item.normalized_url or "", paper_record(item), earlier=True)
-    logger.info("query %d resumed at pages %s", query_id, session.start_pages)
+    logger.info(
+        "query %d resumed at pages %s (stopped before: %s)",
+        query_id,
+        session.start_pages,
+        session.stop_reasons or "none",
+    )
 
 
 # -- cache -----------------------------------------------------------------------------------
@@ -337,7 +369,10 @@ def _first_pages(crawl: CrawlSession, session: QuerySession) -> list[PagePlan]:
 
 
 def _first_page(crawl: CrawlSession, session: QuerySession, spec: EngineSpec) -> PagePlan | None:
-    """Page `serp_page` of one source, or its token page first; None when it cannot start."""
+    """Page `serp_page` of one source, or its token page first; None when it cannot start
+    or has stopped already (a resumed query's finished source)."""
+    if spec.name in session.stop_reasons:
+        return None
     first = session.first_page
     if spec.next_page == "form" and first > 1:
         logger.error("engine %s hands a token from page to page: start at serp_page=1", spec.name)

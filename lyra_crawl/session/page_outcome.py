@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.session.request_state import RequestKind
 
+# A Scrapy signal the pagination middleware sends once per page it decides on, with `page`
+# (the PageOutcome) and `response`: for tools that watch a crawl's pages (`scrapy check-engines`).
+page_judged = object()
+
 
 @dataclass(frozen=True)
 class PageOutcome:

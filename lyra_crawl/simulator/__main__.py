@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from lyra_crawl.simulator.corpus import CorpusShape
-from lyra_crawl.simulator.engines import ENGINE_NAMES, build_engines
+from lyra_crawl.simulator.engines import ENGINE_NAMES
+from lyra_crawl.simulator.layouts import result_xpaths
 from lyra_crawl.simulator.server import Faults, SimulatorState, open_log, serve
 
 
@@ -22,6 +23,17 @@ def _engine_page(value: str, extra: int = 0) -> tuple[str, ...]:
             f"expected {shape} with ENGINE one of {', '.join(ENGINE_NAMES)} (got {value!r})"
         )
     return tuple(parts)
+
+
+def _html_engine_page(value: str) -> tuple[str, ...]:
+    engine, page = _engine_page(value)
+    if not result_xpaths(engine):
+        html_engines = ", ".join(name for name in ENGINE_NAMES if result_xpaths(name))
+        raise argparse.ArgumentTypeError(
+            f"{engine} answers in JSON or XML, which has no layout to change: use one of "
+            f"{html_engines} (got {value!r})"
+        )
+    return engine, page
 
 
 def _share(value: str) -> float:
@@ -53,9 +65,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer that page with an HTTP status (429 carries Retry-After)",
     )
     _page_fault(parser, "--drop-at", "close the connection without an answer")
-    _page_fault(parser, "--empty-after", "pages after PAGE have no results")
+    _page_fault(
+        parser, "--empty-after", "pages after PAGE are the engine's no-results page (0: all)"
+    )
     _page_fault(parser, "--repeat-at", "answer that page with the page before it (a soft block)")
     _page_fault(parser, "--malformed-at", "cut that page's body off halfway (truncated JSON)")
+    parser.add_argument(
+        "--layout-changed-at",
+        action="append",
+        default=[],
+        type=_html_engine_page,
+        metavar="ENGINE:PAGE",
+        help="answer that page's results in a layout no rule of the bundled "
+        "search_parsers.yaml reads (HTML engines)",
+    )
     parser.add_argument(
         "--google-js",
         action=argparse.BooleanOptionalAction,
@@ -115,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         empty_after={e: int(p) for e, p in args.empty_after},
         repeat_at={(e, int(p)) for e, p in args.repeat_at},
         malformed_at={(e, int(p)) for e, p in args.malformed_at},
+        layout_changed_at={(e, int(p)) for e, p in args.layout_changed_at},
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,
     )
@@ -129,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         faults=faults,
         log=open_log(args.request_log),
         shape_by_query=args.shape_by_query,
-        engines=build_engines(google_js=args.google_js),
+        google_js=args.google_js,
     )
     server = serve(args.host, args.port, state)
     host, port = server.server_address[:2]

@@ -3,6 +3,12 @@
 Results are drawn from a seeded sequence per query. Later pages repeat a share of earlier URLs
 (`overlap`) and drift off-topic (`drift`: each page past the first loses that share of query
 terms in titles and snippets), so novelty and harvest fall with depth as on real engines.
+
+Result number `index` of a query is also a paper: its publisher page (`landing_url`, where a
+DOI link leads) depends only on the query and the index, its abstract (`abstract_of`: the
+snippet and three sentences more, some 350 characters with `±`, `<` and `°C` in them) also on
+whether a page shows it on topic (with `--drift`); the citation graph and the landing pages
+show every paper on topic.
 """
 
 from __future__ import annotations
@@ -89,25 +95,37 @@ class SimResult:
     year: int
     authors: tuple[tuple[str, str], ...]
     doi: str | None = None
+    # The publisher's page of the paper: `url` itself unless `url` is its DOI link.
+    landing_url: str = ""
 
 
-def _seed(*parts: object) -> int:
+def seed(*parts: object) -> int:
+    """A 64-bit seed that depends only on `parts`."""
     digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big")
 
 
+def _where(rng: random.Random, query: str, index: int) -> tuple[str, str | None]:
+    """The first draws of a result's sequence: its domain and its DOI (every fifth has one)."""
+    domain = DOMAINS[rng.randrange(len(DOMAINS))]
+    if index % 5:
+        return domain, None
+    return domain, f"10.{5000 + rng.randrange(4000)}/sim.{seed(query, index) % 10**7}"
+
+
+def doi_of(query: str, index: int) -> str | None:
+    """make_result(query, index, …).doi, without drawing the rest of the result."""
+    return _where(random.Random(seed("result", query, index)), query, index)[1]
+
+
 def make_result(query: str, index: int, on_topic: bool) -> SimResult:
     """Result number `index` for `query` (its URL depends only on query and index)."""
-    rng = random.Random(_seed("result", query, index))
+    rng = random.Random(seed("result", query, index))
     terms = query.split() or ["search"]
-    domain = DOMAINS[rng.randrange(len(DOMAINS))]
+    domain, doi = _where(rng, query, index)
     slug = quote("-".join(t.lower() for t in terms[:4]), safe="-")
-    doi = (
-        f"10.{5000 + rng.randrange(4000)}/sim.{_seed(query, index) % 10**7}"
-        if index % 5 == 0
-        else None
-    )
-    url = f"https://{domain}/{slug}/{index}" if doi is None else f"https://doi.org/{doi}"
+    landing_url = f"https://{domain}/{slug}/{index}"
+    url = landing_url if doi is None else f"https://doi.org/{doi}"
     topic = TOPIC_WORDS[rng.randrange(len(TOPIC_WORDS))]
     if on_topic:
         title = f"{' '.join(t.capitalize() for t in terms)}: {topic} {index}"
@@ -120,7 +138,7 @@ def make_result(query: str, index: int, on_topic: bool) -> SimResult:
         title = f"{words[0].capitalize()} and {words[1]}: {topic} {index}"
         snippet = f"Everything about {words[0]}, {words[1]} and {words[2]} (result {index})."
     # A separate sequence, so adding paper fields never changed the URLs and titles above.
-    paper = random.Random(_seed("paper", query, index))
+    paper = random.Random(seed("paper", query, index))
     authors = tuple(
         (paper.choice(GIVEN_NAMES), paper.choice(FAMILY_NAMES)) for _ in range(paper.randint(1, 4))
     )
@@ -132,6 +150,40 @@ def make_result(query: str, index: int, on_topic: bool) -> SimResult:
         year=2005 + paper.randrange(20),
         authors=authors,
         doi=doi,
+        landing_url=landing_url,
+    )
+
+
+STUDY_VERBS = ("analysed", "surveyed", "modelled", "compared", "monitored")
+STUDY_UNITS = ("sites", "catchments", "cohorts", "plots", "stations")
+PLACES = ("three continents", "the North Sea coast", "the Sahel", "Patagonia", "the Mekong delta")
+MEASURES = ("Mean temperature", "Annual yield", "Sediment load", "Species richness", "Runoff")
+CHANGE_UNITS = ("°C", "%", "mm per year", "t/ha", "species per plot")
+CONCLUSIONS = (
+    "call for long-term monitoring before policies are changed",
+    "support adaptive management at the regional scale",
+    "question the assumptions of earlier global models",
+    "show where further field data would help most",
+)
+
+
+def abstract_withheld(result: SimResult) -> bool:
+    """Its publisher gives Semantic Scholar, OpenAlex and Crossref no abstract: only its landing
+    page may have one."""
+    return result.index % 4 == 3
+
+
+def abstract_of(result: SimResult) -> str:
+    """The paper's abstract: its snippet, then what was studied, found and concluded."""
+    rng = random.Random(seed("abstract", result.url))
+    start = 1990 + rng.randrange(20)
+    change, spread = rng.uniform(0.5, 9.5), rng.uniform(0.1, 0.9)
+    return (
+        f"{result.snippet} We {rng.choice(STUDY_VERBS)} {rng.randrange(12, 400)} "
+        f"{rng.choice(STUDY_UNITS)} across {rng.choice(PLACES)} between {start} and "
+        f"{start + rng.randrange(5, 25)}. {rng.choice(MEASURES)} changed by {change:.1f} ± "
+        f"{spread:.1f} {rng.choice(CHANGE_UNITS)} (p < 0.05), more than the models predicted. "
+        f"These results {rng.choice(CONCLUSIONS)}."
     )
 
 
@@ -164,7 +216,7 @@ def shape_for_query(query: str) -> CorpusShape:
     Ranges follow what deep result pages look like: a little repetition on page 2 that grows
     with depth, and relevance that fades within three to ten pages.
     """
-    rng = random.Random(_seed("shape", query))
+    rng = random.Random(seed("shape", query))
     return CorpusShape(
         results_total=rng.randrange(60, 201, 10),
         overlap=rng.uniform(0.0, 0.3),
@@ -189,7 +241,7 @@ def page_results(
     shown = _fresh_before(page_number, per_page, shape)
     if shown >= shape.results_total:
         return []
-    rng = random.Random(_seed("page", query, page_number))
+    rng = random.Random(seed("page", query, page_number))
     repeats = round(per_page * shape.overlap_at(page_number)) if shown else 0
     fresh = min(per_page - repeats, shape.results_total - shown)
     # Repeated slots show URLs an earlier page already showed.

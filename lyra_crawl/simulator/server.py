@@ -2,9 +2,11 @@
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
 injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
-connections, slow answers, empty pages after a given page, bodies cut off halfway; and latency
-on every answer. Pages that are not result pages (a token-bearing home page, a follow-up answer,
-the page a CAPTCHA redirect lands on) are answered before any fault.
+connections, slow answers, the engine's no-results page after a given page, results in a layout
+no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that are not
+result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
+on, the citation graph, landing pages) are answered before any fault. Every query a result
+page is asked for joins the PaperIndex, so its papers can then be looked up by id.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
+from lyra_crawl.simulator.engines.paper_ids import PaperIndex
 
 PageKey = tuple[str, int]
 LOGGED_HEADERS = ("x-api-key",)
@@ -36,6 +39,8 @@ class Faults:
     repeat_at: set[PageKey] = field(default_factory=set)
     # Pages cut off halfway (a truncated JSON or HTML body), as a dropped upstream stream does.
     malformed_at: set[PageKey] = field(default_factory=set)
+    # Result pages whose result containers changed (an engine's redesign): layout_changed.
+    layout_changed_at: set[PageKey] = field(default_factory=set)
     latency_ms: int = 0
     retry_after_s: int = 2
 
@@ -46,8 +51,13 @@ class SimulatorState:
     faults: Faults
     log: IO[str] | None = None
     shape_by_query: bool = False
-    engines: dict[str, SimEngine] = field(default_factory=build_engines)
+    google_js: bool = True
+    papers: PaperIndex = field(default_factory=PaperIndex)
+    engines: dict[str, SimEngine] = field(init=False)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.engines = build_engines(google_js=self.google_js, papers=self.papers)
 
     def shape_for(self, query: str) -> CorpusShape:
         return shape_for_query(query) if self.shape_by_query else self.shape
@@ -125,6 +135,7 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 self.connection.close()
                 return
             query = engine.query(params)
+            state.papers.remember(query)
             if key in faults.captcha_at:
                 self._send(engine.captcha_page(query), engine_name)
                 return
@@ -142,7 +153,10 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 if empty
                 else page_results(query, page_number, engine.per_page, state.shape_for(query))
             )
-            page = engine.results_page(query, page_number, results)
+            if key in faults.layout_changed_at and results:
+                page = engine.changed_layout_page(query, page_number, results)
+            else:
+                page = engine.results_page(query, page_number, results)
             if key in faults.malformed_at:
                 page = replace(page, body=page.body[: len(page.body) // 2])
             self._send(page)

@@ -274,6 +274,37 @@ def test_a_dead_crawls_running_query_is_interrupted_when_the_store_opens_again(s
 # -- the same calls on both backends give the same records ----------------------------------
 
 
+def test_an_engine_is_stale_from_its_first_layout_changed_page_after_its_last_page_read(store):
+    async def work(backends):
+        store_ = backends.store
+        query_id = await store_.start_query(record())
+
+        async def page(number: int, outcome: str, source: str = "mojeek") -> None:
+            await store_.store_page(PageRecord(query_id, source, number, outcome, 0), [])
+
+        await page(1, "layout_changed")  # read again by page 2: no longer stale
+        await page(2, "ok")
+        await page(3, "layout_changed")
+        await page(4, "captcha")  # a block says nothing of the parser
+        await page(5, "layout_changed")
+        await page(1, "layout_changed", source="bing")
+        await page(1, "ok", source="brave")
+        stored = {(p.source, p.page_number): p.fetched_at for p in await store_.pages(query_id)}
+
+        stale = await store_.stale_parsers()
+
+        assert [(s.engine, s.pages, s.query_id, s.page_number) for s in stale] == [
+            ("bing", 1, query_id, 1),
+            ("mojeek", 2, query_id, 5),
+        ]
+        assert stale[1].since == stored[("mojeek", 3)]
+        assert stale[1].fetched_at == stored[("mojeek", 5)]
+        await page(6, "empty")  # the engine's no-results page, read: the parser reads pages
+        assert [s.engine for s in await store_.stale_parsers()] == ["bing"]
+
+    store.run(work)
+
+
 def paper(key: int, **values: Any) -> CanonicalPaper:
     base: dict[str, Any] = {
         "key": key,
@@ -365,6 +396,8 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
         ),
     )
     see("store_page empty", await store.store_page(PageRecord(first, "mojeek", 3, "empty", 0), []))
+    await store.store_page(PageRecord(first, "openalex", 2, "layout_changed", 0), [])
+    see("stale_parsers", await store.stale_parsers())
     see("pages", await store.pages(first))
     see("items", await store.items(first))
     await store.save_papers(
@@ -437,19 +470,21 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
         second, [(again, ["https://a/"])], {"https://a/": 1}, {"both": 1}, min_abstract_chars=10
     )
     see("papers_of merged", await store.papers_of(second))
+    marsh = record(query_text="tidal marsh", normalized_query="tidal marsh")
+    # One finished, one running: nothing to resume yet.
+    assert await store.resumable_query(marsh, any_engine=True) is None
     await store.finish_query(
         second,
-        status="interrupted",
-        stop_reasons={"mojeek": "error"},
-        errors={"mojeek": "timeout"},
+        status="cancelled",
+        stop_reasons={"mojeek": "cancelled"},
+        errors={},
         relevance_threshold=None,
     )
-    see(
-        "interrupted_query",
-        await store.interrupted_query(
-            record(query_text="tidal marsh", normalized_query="tidal marsh"), any_engine=True
-        ),
+    resumable = see(
+        "resumable_query",
+        await store.resumable_query(marsh, any_engine=True),
     )
+    assert resumable is not None and resumable.id == second
     see("query", await store.query(second))
     see("query_ids task", await store.query_ids(task_id="t1"))
     see("query_ids last", await store.query_ids(last=1))

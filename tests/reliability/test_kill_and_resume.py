@@ -1,15 +1,19 @@
-"""Kill and resume: SIGKILL mid-crawl leaves whole pages, and `-a resume=true` finishes the rest.
+"""Kill, cancel and resume: SIGKILL or SIGTERM mid-crawl leaves whole pages, and
+`-a resume=true` finishes the rest.
 
-The simulator holds page 5 back for a while, so the kill lands after page 4 is stored. The next
-open of the database finds the killed crawl's row `running` with a dead pid and marks it
-interrupted; resuming reopens that same row and goes on at page 5.
+The simulator holds page 5 back for a while, so the signal lands after page 4 is stored. The
+next open of the database finds a killed crawl's row `running` with a dead pid and marks it
+interrupted; a crawl sent SIGTERM closes itself, its row `cancelled`. Resuming reopens that same
+row and goes on after its last stored page.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sqlite3
+import subprocess
 import time
 from pathlib import Path
 
@@ -37,41 +41,68 @@ def crawl_args(*extra: str) -> list[str]:
     ]
 
 
-def stored_pages(db_path: Path) -> int:
+def stored_pages(db_path: Path, source: str | None = None) -> int:
+    """Pages stored so far (of one source, or of all)."""
     if not db_path.exists():
         return 0
     try:
-        return query_db(db_path, "SELECT COUNT(*) FROM serp_pages")[0][0]
+        return query_db(
+            db_path,
+            "SELECT COUNT(*) FROM serp_pages WHERE ? IS NULL OR source = ?",
+            (source, source),
+        )[0][0]
     except sqlite3.OperationalError:  # the crawl is still creating its tables
         return 0
+
+
+def wait_for_pages(
+    process: subprocess.Popen[str], db_path: Path, pages: int, source: str | None = None
+) -> None:
+    """Until `pages` pages (of `source`) are stored by the running `process`."""
+    deadline = time.monotonic() + 60
+    while stored_pages(db_path, source) < pages:
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, f"the crawl never stored {pages} pages of {source}"
+        time.sleep(0.05)
+
+
+def signal_after_pages(
+    process: subprocess.Popen[str],
+    db_path: Path,
+    pages: int,
+    signum: int,
+    source: str | None = None,
+) -> str:
+    """Send `signum` to `process` once `pages` pages (of `source`) are stored; wait for it to
+    end and return its stderr."""
+    wait_for_pages(process, db_path, pages, source)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=60)  # a zombie's pid would still look alive
+    return stderr
 
 
 def kill_after_pages(args: list[str], env: dict[str, str], db_path: Path, pages: int) -> None:
     """Start `scrapy ARGS`, SIGKILL it once `pages` pages are stored, and reap it."""
     process = start_scrapy(*args, env=env)
-    deadline = time.monotonic() + 60
-    while stored_pages(db_path) < pages:
-        assert process.poll() is None, process.stderr.read()[-3000:]
-        assert time.monotonic() < deadline, "the crawl never stored the pages before the kill"
-        time.sleep(0.05)
-    process.send_signal(signal.SIGKILL)
-    process.wait(timeout=10)  # a zombie's pid would still look alive
+    signal_after_pages(process, db_path, pages, signal.SIGKILL)
     assert process.returncode == -signal.SIGKILL
 
 
 def assert_whole_pages(db_path: Path) -> None:
     assert query_db(db_path, "PRAGMA integrity_check")[0][0] == "ok"
-    for page in query_db(db_path, "SELECT query_id, page_number, items_stored FROM serp_pages"):
+    pages = query_db(db_path, "SELECT query_id, source, page_number, items_stored FROM serp_pages")
+    for page in pages:
         items = query_db(
             db_path,
-            "SELECT COUNT(*) FROM serp_items WHERE query_id = ? AND page_number = ?",
-            (page["query_id"], page["page_number"]),
+            "SELECT COUNT(*) FROM serp_items WHERE query_id = ? AND source = ? AND page_number = ?",
+            (page["query_id"], page["source"], page["page_number"]),
         )[0][0]
         assert items == page["items_stored"], dict(page)
     orphans = query_db(
         db_path,
         "SELECT COUNT(*) FROM serp_items i WHERE NOT EXISTS (SELECT 1 FROM serp_pages p"
-        " WHERE p.query_id = i.query_id AND p.page_number = i.page_number)",
+        " WHERE p.query_id = i.query_id AND p.source = i.source"
+        " AND p.page_number = i.page_number)",
     )[0][0]
     assert orphans == 0, "items of a page whose page row was never written"
 
@@ -131,3 +162,47 @@ def test_a_token_engine_refuses_to_resume_mid_crawl(start_simulator, db_path):
     (query,) = query_db(db_path, "SELECT status FROM queries")
     assert query["status"] == "interrupted"
     assert_whole_pages(db_path)
+
+
+@pytest.mark.e2e
+def test_a_crawl_sent_sigterm_ends_cancelled_keeps_its_pages_and_resumes(start_simulator, db_path):
+    # openalex stops for good (an empty page 2) before the signal; mojeek is mid-crawl.
+    simulator = start_simulator("--slow-at", "mojeek:5:3000", "--empty-after", "openalex:1")
+    env = scrapy_env(simulator, db_path)
+    args = crawl_args("-a", "engine=mojeek", "-a", "sources=serp,openalex")
+    process = start_scrapy(*args, env=env)
+    wait_for_pages(process, db_path, 2, "openalex")
+
+    stderr = signal_after_pages(process, db_path, 4, signal.SIGTERM, source="mojeek")
+
+    assert process.returncode == 0, stderr[-3000:]
+    assert "Received SIGTERM" in stderr and " ERROR: " not in stderr, stderr[-3000:]
+    assert_whole_pages(db_path)
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "cancelled"
+    assert json.loads(query["stop_reason"]) == {"mojeek": "cancelled", "openalex": "empty_page"}
+    kept = [
+        row[0]
+        for row in query_db(
+            db_path, "SELECT page_number FROM serp_pages WHERE source = 'mojeek' ORDER BY 1"
+        )
+    ]
+    # The page in flight when the signal came is fetched and stored; nothing after it.
+    assert kept in ([1, 2, 3, 4], [1, 2, 3, 4, 5]), kept
+    assert query["pages_fetched"] == len(kept) + 2
+    openalex_asked = len(simulator.requests("openalex"))
+
+    result = run_scrapy(*args, "-a", "resume=true", env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"resumed at pages {{'mojeek': {len(kept) + 1}}}" in result.stderr
+    assert_whole_pages(db_path)
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "finished"
+    assert json.loads(query["stop_reason"]) == {"mojeek": "max_pages", "openalex": "empty_page"}
+    pages = query_db(
+        db_path, "SELECT page_number FROM serp_pages WHERE source = 'mojeek' ORDER BY 1"
+    )
+    assert [row[0] for row in pages] == list(range(1, PAGES + 1))
+    # openalex had stopped for good: the resumed crawl asks it nothing.
+    assert len(simulator.requests("openalex")) == openalex_asked

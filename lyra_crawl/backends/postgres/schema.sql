@@ -23,7 +23,7 @@ CREATE TABLE queries (
     serp_page        integer NOT NULL DEFAULT 1,
     serp_max_pages   integer NOT NULL,
     strategy         text NOT NULL,
-    status           text NOT NULL DEFAULT 'running',   -- running | finished | failed | interrupted
+    status           text NOT NULL DEFAULT 'running',   -- running | finished | cancelled | interrupted
     stop_reason      jsonb,                             -- {source: reason}
     pages_fetched    integer NOT NULL DEFAULT 0,
     items            integer NOT NULL DEFAULT 0,

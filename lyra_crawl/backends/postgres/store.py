@@ -28,6 +28,7 @@ from lyra_crawl.backends.paper_saving import (
 )
 from lyra_crawl.backends.postgres.database import Connection, PostgresDatabase
 from lyra_crawl.backends.records import (
+    RESUMABLE_STATUSES,
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -38,6 +39,7 @@ from lyra_crawl.backends.records import (
     PageRecord,
     QueryRecord,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -143,14 +145,13 @@ class PostgresStore:
                 )
             return int(query_id)
 
-    async def interrupted_query(
-        self, record: QueryRecord, *, any_engine: bool
-    ) -> StoredQuery | None:
+    async def resumable_query(self, record: QueryRecord, *, any_engine: bool) -> StoredQuery | None:
         return await self._query_where(
-            "status = 'interrupted' AND normalized_query = %s AND (%s OR engine = %s)"
+            "status = ANY(%s) AND normalized_query = %s AND (%s OR engine = %s)"
             " AND sources = %s AND serp_page = %s AND serp_max_pages = %s AND strategy = %s"
             " AND time_range IS NOT DISTINCT FROM %s AND region IS NOT DISTINCT FROM %s",
             (
+                [status.value for status in RESUMABLE_STATUSES],
                 record.normalized_query,
                 any_engine,
                 record.engine,
@@ -333,6 +334,9 @@ class PostgresStore:
                 (query_id,),
             )
         )
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        return await self._db.select(rows.stale_parser, rows.STALE_PARSERS)
 
     # -- papers ----------------------------------------------------------------------------
 

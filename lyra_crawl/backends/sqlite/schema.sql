@@ -19,7 +19,7 @@ CREATE TABLE IF NOT EXISTS queries (
     serp_page        INTEGER NOT NULL DEFAULT 1,
     serp_max_pages   INTEGER NOT NULL,
     strategy         TEXT NOT NULL,
-    status           TEXT NOT NULL DEFAULT 'running',   -- running | finished | failed | interrupted
+    status           TEXT NOT NULL DEFAULT 'running',   -- running | finished | cancelled | interrupted
     stop_reason      TEXT,                              -- JSON: {source: reason}
     pages_fetched    INTEGER NOT NULL DEFAULT 0,
     items            INTEGER NOT NULL DEFAULT 0,

@@ -22,6 +22,7 @@ from lyra_crawl.backends.paper_saving import (
     PaperWrite,
 )
 from lyra_crawl.backends.records import (
+    RESUMABLE_STATUSES,
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -32,6 +33,7 @@ from lyra_crawl.backends.records import (
     PageRecord,
     QueryRecord,
     RequestBucket,
+    StaleParser,
     StopReasonCount,
     StoredItem,
     StoredPage,
@@ -99,17 +101,16 @@ class SqliteStore(SqliteBackend):
 
         return await self._db.write(insert)
 
-    async def interrupted_query(
-        self, record: QueryRecord, *, any_engine: bool
-    ) -> StoredQuery | None:
+    async def resumable_query(self, record: QueryRecord, *, any_engine: bool) -> StoredQuery | None:
         return await self._db.read(
             lambda conn: rows.stored_query(
                 conn.execute(
-                    "SELECT * FROM queries WHERE status = 'interrupted' AND normalized_query = ?"
+                    "SELECT * FROM queries WHERE status IN (?, ?) AND normalized_query = ?"
                     " AND (? OR engine = ?) AND sources = ? AND serp_page = ?"
                     " AND serp_max_pages = ? AND strategy = ? AND time_range IS ?"
                     " AND region IS ? ORDER BY id DESC LIMIT 1",
                     (
+                        *(status.value for status in RESUMABLE_STATUSES),
                         record.normalized_query,
                         any_engine,
                         record.engine,
@@ -308,6 +309,9 @@ class SqliteStore(SqliteBackend):
                 (query_id,),
             ).fetchone()[0]
         )
+
+    async def stale_parsers(self) -> list[StaleParser]:
+        return await self._db.select(rows.stale_parser, rows.STALE_PARSERS)
 
     # -- papers ----------------------------------------------------------------------------
 

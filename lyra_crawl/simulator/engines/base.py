@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 
 from lyra_crawl.simulator.corpus import SimResult
+from lyra_crawl.simulator.layouts import changed_document, result_xpaths
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,13 @@ class SimEngine:
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         raise NotImplementedError
+
+    def changed_layout_page(
+        self, query: str, page_number: int, results: list[SimResult]
+    ) -> SimPage:
+        """The results page in a layout no parse rule reads (lyra_crawl.simulator.layouts)."""
+        page = self.results_page(query, page_number, results)
+        return replace(page, body=changed_document(page.body, result_xpaths(self.name)))
 
     def captcha_page(self, query: str) -> SimPage:
         raise NotImplementedError

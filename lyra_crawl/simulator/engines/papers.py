@@ -11,7 +11,15 @@ the SERP engines show come back here, the way a crawl's sources overlap in life:
   version and the preprint (DOI 10.48550/arXiv.<id>), the preprint taking the next slot.
 Years and authors come from the result (corpus.make_result), PMIDs and arXiv ids match the
 PubMed and arXiv simulators; every fourth result has an open-access PDF, which Semantic Scholar
-(`openAccessPdf`) and OpenAlex (`best_oa_location`) name.
+(`openAccessPdf`) and OpenAlex (`best_oa_location`) name. Abstracts are corpus.abstract_of,
+except for papers whose publisher withholds them (corpus.abstract_withheld: every fourth), which
+both APIs leave null; OpenAlex gives them as `abstract_inverted_index` (word -> positions;
+joining the words in position order with single spaces gives the text back exactly).
+
+Both APIs also serve the citation graph (lyra_crawl.simulator.citations) through
+citation_pages: OpenAlex works carry `referenced_works`, `cited_by_count` and
+`cited_by_api_url`; Semantic Scholar answers /paper/{id}, /paper/{id}/references and
+/paper/{id}/citations, OpenAlex /works/{id} and /works?filter=cites:|cited_by:|openalex:|doi:.
 """
 
 from __future__ import annotations
@@ -21,8 +29,18 @@ import json
 from html import escape
 from typing import Any
 
-from lyra_crawl.simulator.corpus import SimResult
+from lyra_crawl.simulator.citations import PaperKey, citations
+from lyra_crawl.simulator.corpus import SimResult, abstract_of, abstract_withheld
 from lyra_crawl.simulator.engines.base import OffsetPaged, SimPage, int_param, json_page
+from lyra_crawl.simulator.engines.citation_pages import openalex_graph_page, s2_graph_page
+from lyra_crawl.simulator.engines.paper_ids import (
+    PaperIndex,
+    has_preprint,
+    openalex_reference_ids,
+    openalex_work_id,
+    preprint_doi,
+    s2_paper_id,
+)
 from lyra_crawl.simulator.engines.scholarly import arxiv_id_of, author_names, pmid_of
 
 VENUES = (
@@ -33,10 +51,6 @@ VENUES = (
     "Proceedings of the Sim Conference",
 )
 TOTAL = 200
-
-
-def has_preprint(result: SimResult) -> bool:
-    return result.doi is not None and result.index % 10 == 0
 
 
 def has_pmid(result: SimResult) -> bool:
@@ -80,6 +94,12 @@ class SemanticScholar(OffsetPaged):
     query_param = "query"
     window = 1000
 
+    def __init__(self, papers: PaperIndex) -> None:
+        self.papers = papers
+
+    def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
+        return s2_graph_page(self, path, params)
+
     def page_number(self, params: dict[str, str]) -> int | None:
         offset = int_param(params, "offset") or 0
         limit = int_param(params, "limit") or self.per_page
@@ -96,18 +116,19 @@ class SemanticScholar(OffsetPaged):
         offset = (page_number - 1) * self.step
         body: dict[str, Any] = {"total": TOTAL if results else 0, "offset": offset}
         if results:
-            body["data"] = [self._record(query, r) for r in results]
+            body["data"] = [self.paper_record(query, r) for r in results]
             if offset + len(results) < TOTAL:
                 body["next"] = offset + len(results)
         else:
             body["offset"] = 0  # as the real API answers a search without hits
         return json_page(json.dumps(body))
 
-    def _record(self, query: str, r: SimResult) -> dict[str, Any]:
-        paper_id = hashlib.sha1(f"s2|{query}|{r.index}".encode()).hexdigest()
+    def paper_record(self, query: str, r: SimResult) -> dict[str, Any]:
+        """The paper's record, every field of it."""
+        paper_id = s2_paper_id(query, r.index)
         pdf = open_access_pdf(r)
         ids: dict[str, Any] = {"DOI": r.doi, "CorpusId": 100000 + r.index}
-        if has_preprint(r):
+        if has_preprint(r.index):
             ids["ArXiv"] = arxiv_id_of(r)
         if has_pmid(r):
             ids["PubMed"] = pmid_of(r)
@@ -116,8 +137,7 @@ class SemanticScholar(OffsetPaged):
             "externalIds": ids,
             "url": f"https://www.semanticscholar.org/paper/{paper_id}",
             "title": noisy_title(r, 1),
-            # Publishers that withhold abstracts leave it null.
-            "abstract": None if r.index % 4 == 3 else r.snippet,
+            "abstract": None if abstract_withheld(r) else abstract_of(r),
             "venue": "" if r.index % 2 else venue(r),
             "journal": {"name": venue(r)},
             "year": r.year,
@@ -130,6 +150,20 @@ class SemanticScholar(OffsetPaged):
                 "status": "GREEN" if pdf else "CLOSED",
                 "license": None,
             },
+        }
+
+    def preprint_record(self, query: str, r: SimResult) -> dict[str, Any]:
+        """The separate record of the paper's preprint: the arXiv id, no DOI, a year earlier."""
+        paper_id = s2_paper_id(query, r.index, preprint=True)
+        return {
+            **self.paper_record(query, r),
+            "paperId": paper_id,
+            "externalIds": {"ArXiv": arxiv_id_of(r), "CorpusId": 500000 + r.index},
+            "url": f"https://www.semanticscholar.org/paper/{paper_id}",
+            "title": noisy_title(r, 0),
+            "venue": "arXiv.org",
+            "journal": None,
+            "year": r.year - 1,
         }
 
     def captcha_page(self, query: str) -> SimPage:
@@ -145,6 +179,12 @@ class OpenAlex(OffsetPaged):
     base = 1
     page_param = "page"
     query_param = "search"
+
+    def __init__(self, papers: PaperIndex) -> None:
+        self.papers = papers
+
+    def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
+        return openalex_graph_page(self, path, params)
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
         works = [work for r in results for work in self._works(query, r)][: self.per_page]
@@ -162,31 +202,34 @@ class OpenAlex(OffsetPaged):
         return json_page(json.dumps(body))
 
     def _works(self, query: str, r: SimResult) -> list[dict[str, Any]]:
-        journal = self._work(query, r, r.doi, venue(r), r.year)
-        if has_pmid(r):
-            journal["ids"]["pmid"] = f"https://pubmed.ncbi.nlm.nih.gov/{pmid_of(r)}"
-        if not has_preprint(r):
-            return [journal]
-        arxiv_id = arxiv_id_of(r)
-        preprint = self._work(
-            query, r, f"10.48550/arxiv.{arxiv_id}", "arXiv (Cornell University)", r.year - 1
-        )
-        preprint["primary_location"]["landing_page_url"] = f"https://arxiv.org/abs/{arxiv_id}"
-        preprint["type"] = "preprint"
-        return [journal, preprint]
+        journal = self.work(query, r)
+        return [journal, self.work(query, r, preprint=True)] if has_preprint(r.index) else [journal]
 
-    def _work(
-        self, query: str, r: SimResult, doi: str | None, source: str, year: int
-    ) -> dict[str, Any]:
-        number = int(hashlib.sha1(f"openalex|{query}|{doi or r.index}".encode()).hexdigest(), 16)
-        work_id = f"https://openalex.org/W{number % 10**10}"
+    def work(self, query: str, r: SimResult, *, preprint: bool = False) -> dict[str, Any]:
+        """The paper's work (its preprint's), every field of it."""
+        bare_id = openalex_work_id(query, r.index, preprint=preprint)
+        work_id = f"https://openalex.org/{bare_id}"
+        doi = preprint_doi(r.index) if preprint else r.doi
+        year = r.year - 1 if preprint else r.year
         ids: dict[str, str] = {"openalex": work_id}
         if doi:
             ids["doi"] = f"https://doi.org/{doi}"
+        if has_pmid(r) and not preprint:
+            ids["pmid"] = f"https://pubmed.ncbi.nlm.nih.gov/{pmid_of(r)}"
         pdf = open_access_pdf(r)
         positions: dict[str, list[int]] = {}
-        for position, word in enumerate(r.snippet.split()):
-            positions.setdefault(word, []).append(position)
+        if not abstract_withheld(r):
+            for position, word in enumerate(abstract_of(r).split()):
+                positions.setdefault(word, []).append(position)
+        key = PaperKey(query, r.index)
+        if preprint:
+            source: str | None = "arXiv (Cornell University)"
+            landing = f"https://arxiv.org/abs/{arxiv_id_of(r)}"
+        else:
+            # Repository copies and unknown venues have no source.
+            source = venue(r) if doi or r.index % 2 else None
+            landing = ids.get("doi") or r.landing_url
+        referenced = openalex_reference_ids(key)
         return {
             "id": work_id,
             "doi": ids.get("doi"),
@@ -196,17 +239,20 @@ class OpenAlex(OffsetPaged):
             "publication_date": f"{year}-03-01",
             "ids": ids,
             "primary_location": {
-                "landing_page_url": ids.get("doi"),
-                # Repository copies and unknown venues have no source.
-                "source": {"display_name": source} if doi or r.index % 2 else None,
+                "landing_page_url": landing,
+                "source": {"display_name": source} if source else None,
             },
-            "type": "article",
+            "type": "preprint" if preprint else "article",
             "authorships": [
                 {"author_position": "first" if i == 0 else "middle", "author": {"display_name": n}}
                 for i, n in enumerate(author_names(r))
             ],
             "abstract_inverted_index": positions or None,
             "best_oa_location": {"is_oa": True, "pdf_url": pdf} if pdf else None,
+            "referenced_works": [f"https://openalex.org/{ref}" for ref in referenced],
+            "referenced_works_count": len(referenced),
+            "cited_by_count": len(citations(key)),
+            "cited_by_api_url": f"https://api.openalex.org/works?filter=cites:{bare_id}",
         }
 
     def captcha_page(self, query: str) -> SimPage:
@@ -255,8 +301,8 @@ class Crossref(OffsetPaged):
                 for i, (given, family) in enumerate(r.authors)
             ],
         }
-        if r.index % 3 == 0:
-            text = escape(r.snippet, quote=False)
+        if r.index % 3 == 0 and not abstract_withheld(r):
+            text = escape(abstract_of(r), quote=False)
             item["abstract"] = f"<jats:title>Abstract</jats:title><jats:p>{text}</jats:p>"
         return item
 

@@ -12,7 +12,11 @@ from lyra_crawl.simulator.engines.base import OffsetPaged, SimPage, json_page
 
 def arxiv_id_of(result: SimResult) -> str:
     """The arXiv id of a result's preprint (every result has one in the arXiv simulator)."""
-    return f"2401.{result.index:05d}"
+    return arxiv_id(result.index)
+
+
+def arxiv_id(index: int) -> str:
+    return f"2401.{index:05d}"
 
 
 def pmid_of(result: SimResult) -> str:

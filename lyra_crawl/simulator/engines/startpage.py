@@ -69,10 +69,11 @@ class Startpage(SimEngine):
             f'<button type="submit">{n}</button></form>'
             for n in range(max(1, page_number - 2), page_number + 3)
         )
+        nothing = f"<p>Your search for <b>{escape(query)}</b> did not match any results.</p>"
         return html_page(
             "Startpage Search Results",
-            f'<div class="w-gl"><span class="w-gl-attribution">Web results</span>{rows}</div>'
-            f'<div class="pagination">{pager if rows else ""}</div>',
+            f'<div class="w-gl"><span class="w-gl-attribution">Web results</span>{rows or nothing}'
+            f'</div><div class="pagination">{pager if rows else ""}</div>',
         )
 
     def captcha_page(self, query: str) -> SimPage:

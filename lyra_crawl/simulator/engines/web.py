@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from lyra_crawl.simulator.corpus import SimResult
 from lyra_crawl.simulator.engines.base import OffsetPaged, SimPage, html_page, redirect
+from lyra_crawl.simulator.layouts import changed_fragment, result_xpaths
 
 
 def _host(url: str) -> str:
@@ -46,6 +47,17 @@ class Google(OffsetPaged):
         )
 
     def results_page(self, query: str, page_number: int, results: list[SimResult]) -> SimPage:
+        return self._page(query, self._main(query, page_number, results))
+
+    def changed_layout_page(
+        self, query: str, page_number: int, results: list[SimResult]
+    ) -> SimPage:
+        # Renamed before the script takes the markup in, so a browser renders the new layout.
+        main = changed_fragment(self._main(query, page_number, results), result_xpaths(self.name))
+        return self._page(query, main)
+
+    def _main(self, query: str, page_number: int, results: list[SimResult]) -> str:
+        """The page's main column: results (or the no-results card), the ad and the pager."""
         rows = "".join(
             f'<div class="MjjYud"><div class="g tF2Cxc" data-hveid="CA{i}"><div class="yuRUbf">'
             f'<a href="{escape(r.url)}"><h3 class="LC20lb">{escape(r.title)}</h3>'
@@ -64,10 +76,16 @@ class Google(OffsetPaged):
             f'<td><a href="/search?{following}"><h3>More results</h3></a></td></tr></table>'
             "</div></div>"
         )
-        main = (
-            f'<div id="main"><div id="center_col">{ad}<div id="search"><div id="rso">{rows}'
-            f"</div></div>{pager if results else ''}</div></div>"
+        nothing = (
+            f'<div id="topstuff"><div class="card-section"><p>Your search - <b>{escape(query)}'
+            "</b> - did not match any documents.</p></div></div>"
         )
+        return (
+            f'<div id="main"><div id="center_col">{ad if results else nothing}<div id="search">'
+            f'<div id="rso">{rows}</div></div>{pager if results else ""}</div></div>'
+        )
+
+    def _page(self, query: str, main: str) -> SimPage:
         if self.javascript:
             main = (
                 '<noscript><meta content="0;url=/httpservice/retry/enablejs?sei=sim" '
@@ -185,8 +203,13 @@ class Brave(OffsetPaged):
             '<div class="snippet" data-type="videos"><a href="https://www.youtube.com/watch?v=sim">'
             '<div class="title">Videos</div></a></div>'
         )
+        nothing = (
+            '<div class="no-results"><h2>Not many great matches came back for your search</h2>'
+            "</div>"
+        )
         return html_page(
-            f"{query} - Brave Search", f'<div id="results">{rows}{videos if rows else ""}</div>'
+            f"{query} - Brave Search",
+            f'<div id="results">{rows}{videos if rows else nothing}</div>',
         )
 
     def captcha_page(self, query: str) -> SimPage:
@@ -217,8 +240,12 @@ class Ecosia(OffsetPaged):
             '<div data-test-id="ad-google"><article class="ad-result"><a href="https://ad.sim/">'
             "<h2>Sponsored</h2></a></article></div></div>"
         )
+        nothing = (
+            '<div data-test-id="web-no-results"><p>Unfortunately we didn’t find any results for '
+            f"<b>{escape(query)}</b></p></div>"
+        )
         return html_page(
-            f"{query} - Ecosia", f'<div class="mainline">{ad if rows else ""}{rows}</div>'
+            f"{query} - Ecosia", f'<div class="mainline">{ad + rows if rows else nothing}</div>'
         )
 
     def captcha_page(self, query: str) -> SimPage:
@@ -248,9 +275,11 @@ class Marginalia(OffsetPaged):
             for r in results
         )
         following = f"/search?query={quote(query)}&page={page_number + 1}"
+        nothing = "<h2>No search results found</h2>"
         return html_page(
             f"Marginalia Search - {query}",
-            f'<div class="results">{rows}</div><nav><a href="{escape(following)}">Next</a></nav>',
+            f'<div class="results">{rows or nothing}</div>'
+            f'<nav><a href="{escape(following)}">Next</a></nav>',
         )
 
     def captcha_page(self, query: str) -> SimPage:

@@ -1,0 +1,121 @@
+"""The simulator's publisher landing pages over loopback HTTP: each kind gives the paper's
+abstract where real publishers put it (or no abstract, or a 403), and DOI links lead there."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+from parsel import Selector
+
+from lyra_crawl.engines.routing import route_to_simulator
+from lyra_crawl.simulator.citations import OUTSIDE_BASE, PaperKey
+from lyra_crawl.simulator.corpus import abstract_of, abstract_withheld, make_result
+from lyra_crawl.simulator.engines.landing import LANDING_KINDS, PUBLISHER_BLURB, landing_kind
+from tests.conftest import Simulator
+
+QUERY = "peatland carbon"
+# The papers whose abstract the APIs withhold, one of each kind in LANDING_KINDS' order.
+WITHHELD = [3 + 4 * step for step in range(len(LANDING_KINDS))]
+
+
+def landing(simulator: Simulator, url: str) -> requests.Response:
+    routed = route_to_simulator(url, "landing", simulator.url)
+    return requests.get(routed, timeout=10, allow_redirects=False)
+
+
+def asked(simulator: Simulator) -> Simulator:
+    """`simulator` once a search for QUERY was answered (its papers resolve from then on)."""
+    page = requests.get(f"{simulator.url}/mojeek/search", params={"q": QUERY}, timeout=10)
+    assert page.status_code == 200
+    return simulator
+
+
+def metadata(page: Selector) -> dict[str, str]:
+    """Each place a publisher may put the abstract, with what the page holds there."""
+    found = {
+        name: page.xpath(f'//meta[@name="{name}" or @property="{name}"]/@content').get()
+        for name in ("citation_abstract", "DC.description", "og:description", "dc.description")
+    }
+    for script in page.xpath('//script[@type="application/ld+json"]/text()').getall():
+        article = json.loads(script)
+        if article.get("@type") == "ScholarlyArticle":
+            found["json_ld"] = article.get("abstract")
+    return {name: text for name, text in found.items() if text is not None}
+
+
+def test_each_kind_of_publisher_page_gives_the_abstract_its_own_way(simulator: Simulator) -> None:
+    asked(simulator)
+    kinds = {}
+    for number in WITHHELD:
+        result = make_result(QUERY, number, on_topic=True)
+        assert abstract_withheld(result)
+        kind = kinds[number] = landing_kind(PaperKey(QUERY, number))
+        answer = landing(simulator, result.landing_url)
+        if kind == "forbidden":
+            assert answer.status_code == 403 and "Access denied" in answer.text
+            continue
+        assert answer.status_code == 200, (number, answer.status_code)
+        page = Selector(text=answer.text)
+        found = metadata(page)
+        abstract = abstract_of(result)
+        expected = {
+            "highwire": {"citation_abstract"},
+            "dublin_core": {"DC.description"},
+            "open_graph": {"og:description"},
+            "json_ld": {"json_ld"},
+            "combined": {"og:description", "dc.description", "json_ld"},
+            "none": set(),
+        }[kind]
+        assert set(found) == expected, (kind, found)
+        # Unescaped from the attribute or JSON: the very text, `<`, `±` and `°C` included.
+        assert all(text == abstract for text in found.values()), kind
+        if kind == "none":
+            assert abstract not in answer.text
+            assert page.xpath('//meta[@name="description"]/@content').get() == PUBLISHER_BLURB
+        else:
+            assert page.css("section.abstract p::text").get() == abstract
+        if kind in ("highwire", "combined", "none"):
+            assert page.xpath('//meta[@name="citation_title"]/@content').get() == result.title
+            assert len(page.xpath('//meta[@name="citation_author"]')) == len(result.authors)
+    assert sorted(set(kinds.values())) == sorted(LANDING_KINDS)
+
+
+def test_a_doi_link_redirects_to_the_publisher_page(simulator: Simulator) -> None:
+    asked(simulator)
+    result = make_result(QUERY, 20, on_topic=True)
+    assert result.doi and result.url == f"https://doi.org/{result.doi}"
+
+    answer = landing(simulator, result.url)
+
+    assert answer.status_code == 302
+    location = answer.headers["Location"]
+    assert location == "/landing" + urlsplit(result.landing_url).path
+    page = requests.get(simulator.url + location, timeout=10)
+    assert page.status_code == 200
+    assert Selector(text=page.text).css("h1::text").get() == result.title
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://www.nature.com/no-such-paper/1",
+        # A paper of a query the simulator was never asked.
+        make_result("never asked", 3, on_topic=True).landing_url,
+    ],
+)
+def test_pages_of_no_known_paper_are_not_found(simulator: Simulator, url: str) -> None:
+    asked(simulator)
+    assert landing(simulator, url).status_code == 404
+
+
+def test_papers_outside_the_results_have_pages_too(simulator: Simulator) -> None:
+    asked(simulator)
+    result = make_result(QUERY, OUTSIDE_BASE + 1, on_topic=True)
+
+    answer = landing(simulator, result.landing_url)
+
+    kind = landing_kind(PaperKey(QUERY, OUTSIDE_BASE + 1))
+    assert answer.status_code == (403 if kind == "forbidden" else 200), kind
