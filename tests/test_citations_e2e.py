@@ -17,7 +17,9 @@ from lyra_crawl.politeness.quota import utc_date
 from lyra_crawl.simulator.citations import PaperKey, citations, references, unmatched
 from tests.conftest import edited_config, query_db, run_crawl, with_store
 
-QUERY = "coastal flooding"
+# Its paper 17 (a paper with an abstract) cites paper 10, which has a preprint, under the
+# preprint's ids (lyra_crawl.simulator.citations).
+QUERY = "peat bogs"
 APIS = ("semantic_scholar", "openalex")
 # Twenty results per source: the query's papers are corpus papers 0..19, all on page 1.
 SHOWN = 20
@@ -51,7 +53,7 @@ def key_of(paper: sqlite3.Row) -> PaperKey:
 
 
 def read_from_abstract(paper: sqlite3.Row) -> bool:
-    return len(paper["abstract"] or "") >= 200
+    return paper["evidence"] == "abstract"
 
 
 def papers_by_id(db_path: Path) -> dict[int, sqlite3.Row]:
@@ -115,19 +117,20 @@ async def test_a_depth_1_graph_has_exactly_the_simulators_edges_merged_into_the_
 ):
     simulator = start_simulator(*SMALL)
 
-    crawler = await graph_crawl(simulator, db_path, citation_depth=1, citation_top_k=4)
+    # Every paper with an abstract: 15 of the 20 (the simulator withholds every fourth's).
+    crawler = await graph_crawl(simulator, db_path, citation_depth=1, citation_top_k=20)
 
     (query,) = query_db(db_path, "SELECT * FROM queries")
     assert query["status"] == "finished"
     papers = papers_by_id(db_path)
-    seeds = expected_seeds(db_path, 4)
-    assert len(seeds) == 4
+    seeds = expected_seeds(db_path, 20)
+    assert len(seeds) == 15
     assert {(row["paper_id"], row["level"]) for row in fetches(db_path)} == {
         (seed, 1) for seed in seeds
     }
     assert Counter((row["status"], row["relation"]) for row in fetches(db_path)) == {
-        ("done", "references"): 8,
-        ("done", "citations"): 8,
+        ("done", "references"): 30,
+        ("done", "citations"): 30,
     }
     seed_keys = [key_of(papers[seed]) for seed in seeds]
     expected = expected_edges(seed_keys)
@@ -147,7 +150,7 @@ async def test_a_depth_1_graph_has_exactly_the_simulators_edges_merged_into_the_
     assert {key for key in ends if key.number < SHOWN} <= found
     stats = crawler.stats.get_stats()
     assert stats["lyra/citations/edges"] == len(expected)
-    assert stats["lyra/citations/fetch/done"] == 16
+    assert stats["lyra/citations/fetch/done"] == 60
 
 
 @pytest_twisted.ensureDeferred
@@ -211,3 +214,64 @@ async def test_a_spent_daily_limit_stops_the_graphs_requests_to_that_api_cleanly
     stats = crawler.stats.get_stats()
     assert stats["lyra/semantic_scholar/refused/quota"] == 1
     assert stats["lyra/citations/fetch/quota"] == 4
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_resumed_query_fetches_only_the_lists_it_had_not_fetched_whole(
+    start_simulator, db_path
+):
+    simulator = start_simulator(*SMALL)
+    # Every paper with an abstract, so the resumed query has the same ones whatever their ranks.
+    await graph_crawl(simulator, db_path, citation_depth=1, citation_top_k=20)
+    edges = stored_edges(db_path)
+    # As if the crawl had been cancelled before one list of its first paper was read.
+    (first, *_) = fetches(db_path)
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("UPDATE queries SET status = 'cancelled'")
+        conn.execute(
+            "UPDATE citation_fetches SET status = 'cancelled' WHERE paper_id = ? AND source = ?"
+            " AND relation = ?",
+            (first["paper_id"], first["source"], first["relation"]),
+        )
+    conn.close()
+    before = len(simulator.requests())
+
+    await graph_crawl(simulator, db_path, citation_depth=1, citation_top_k=20, resume="true")
+
+    again = simulator.requests()[before:]
+    assert again and all(request["engine"] == first["source"] for request in again)
+    assert {row["status"] for row in fetches(db_path)} == {"done"}
+    assert stored_edges(db_path) == edges
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "finished"
+
+
+@pytest_twisted.ensureDeferred
+async def test_depth_2_goes_on_from_the_top_papers_the_first_step_reached(start_simulator, db_path):
+    simulator = start_simulator(*SMALL)
+
+    await graph_crawl(simulator, db_path, citation_depth=2, citation_top_k=2)
+
+    papers = papers_by_id(db_path)
+    first = {row["paper_id"] for row in fetches(db_path) if row["level"] == 1}
+    second = {row["paper_id"] for row in fetches(db_path) if row["level"] == 2}
+    assert first == set(expected_seeds(db_path, 2))
+    # The papers the first step's lists named, most edges first, read from their abstract.
+    reached: Counter[int] = Counter()
+    for row in query_db(db_path, "SELECT * FROM citations"):
+        for seed, other in (
+            (row["citing_paper_id"], row["cited_paper_id"]),
+            (row["cited_paper_id"], row["citing_paper_id"]),
+        ):
+            if seed in first and other not in first:
+                reached[other] += 1
+    ranked = sorted(
+        (-count, paper_id)
+        for paper_id, count in reached.items()
+        if read_from_abstract(papers[paper_id])
+    )
+    assert second == {paper_id for _, paper_id in ranked[:2]} and len(second) == 2
+    assert {row["status"] for row in fetches(db_path)} == {"done"}
+    seeds = [key_of(papers[paper_id]) for paper_id in first | second]
+    assert stored_edges(db_path) == expected_edges(seeds)

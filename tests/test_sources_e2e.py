@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import pytest_twisted
 
-from tests.conftest import query_db, run_crawl
+from lyra_crawl.papers.evidence import FETCH_KINDS
+from tests.conftest import edited_config, query_db, run_crawl
 
 ALL_SOURCES = "serp,semantic_scholar,openalex"
 DEEP = ("--results-total", "300")
@@ -215,3 +217,53 @@ async def test_a_cached_search_keeps_its_papers(start_simulator, db_path):
         for q in (1, 2)
     }
     assert by_query[1] == by_query[2]
+
+
+@pytest_twisted.ensureDeferred
+async def test_every_paper_of_a_unified_crawl_is_read_from_its_abstract_or_fetched(
+    start_simulator, db_path, tmp_path
+):
+    # The simulator's abstracts are 300 to 360 characters long: some reach this, some do not.
+    config = edited_config(
+        tmp_path / "config", lambda p: p["papers"].update(min_abstract_chars=330)
+    )
+    simulator = start_simulator(*DEEP)
+    await run_crawl(
+        simulator,
+        db_path,
+        {"LYRA_CONFIG_DIR": str(config)},
+        query="soil carbon",
+        engine="mojeek",
+        serp_max_pages=1,
+        # Publishers withhold every fourth abstract; Crossref gives one for every third paper.
+        sources="serp,semantic_scholar,crossref",
+    )
+
+    papers = query_db(db_path, "SELECT * FROM papers")
+    assert len(papers) > 50
+    evidence = Counter(paper["evidence"] for paper in papers)
+    assert set(evidence) == {"abstract", "fetch"} and min(evidence.values()) > 5, evidence
+    reasons: Counter[str] = Counter()
+    kinds: Counter[str] = Counter()
+    for paper in papers:
+        length = len(" ".join((paper["abstract"] or "").split()))
+        urls = json.loads(paper["fetch_urls"])
+        if paper["evidence"] == "abstract":
+            assert length >= 330 and paper["fetch_url"] is None and paper["evidence_reason"] is None
+            continue
+        reason = "abstract shorter than 330 chars" if length else "no abstract"
+        assert paper["evidence_reason"] == reason
+        reasons[reason] += 1
+        # The best kind it has: an open-access PDF Semantic Scholar names, else its paper page
+        # there; a paper only Crossref lists has its DOI link.
+        kind = next(kind for kind in FETCH_KINDS if kind in urls)
+        kinds[kind] += 1
+        assert paper["fetch_url"] == urls[kind]
+        if "semantic_scholar" in paper["sources"]:
+            assert kind in ("pdf", "landing")
+        else:
+            assert kind == "doi" and paper["fetch_url"].startswith("https://doi.org/10.")
+    assert set(reasons) == {"no abstract", "abstract shorter than 330 chars"}, reasons
+    assert {"pdf", "landing"} <= set(kinds), kinds
+    pdfs = [p for p in papers if p["evidence"] == "fetch" and p["fetch_url"].endswith(".pdf")]
+    assert all(p["fetch_url"].startswith("https://repository.sim/pdf/") for p in pdfs)

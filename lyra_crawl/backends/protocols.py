@@ -135,9 +135,14 @@ class ResultStore(Backend, Protocol):
         papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
         fused_ranks: Mapping[str, int],
         attribution: Mapping[str, int],
+        *,
+        min_abstract_chars: int,
     ) -> None:
-        """Upsert each paper, link the query's items (by normalized URL) to it, store fused
-        ranks and the query's attribution counts, in one transaction."""
+        """Merge each paper into the one paper index (the stored papers sharing an identifier
+        or a title block with it, by the canonical rules: backends.paper_saving), decide its
+        evidence, link the query's items (by normalized URL) to its row, store fused ranks and
+        the query's attribution counts, in one transaction. Stored rows that one paper turns
+        out to be become one row."""
         ...
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None: ...
@@ -153,12 +158,13 @@ class ResultStore(Backend, Protocol):
         ...
 
     async def store_citation_page(
-        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper]
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
     ) -> int:
         """One answer's papers at the other end of `fetch`'s list, in one transaction: each
-        merged into the paper index like a query's papers, an edge between it and the fetched
-        paper (its direction the list's, none to itself), and the fetch's row (`fetch.links`
-        added to it, its status set). Returns the edges newly stored."""
+        merged into the paper index like a query's papers (the rows it joins keep their
+        attribution: backends.citation_saving), an edge between it and the fetched paper (its
+        direction the list's, none to itself), and the fetch's row (`fetch.links` added to it,
+        its status set). Returns the edges newly stored."""
         ...
 
     async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:

@@ -131,7 +131,12 @@ class StoredItem(ResultItem):
 
 @dataclass(frozen=True)
 class StoredPaper:
-    """A `papers` row: one canonical paper across every query that found it."""
+    """A `papers` row: one canonical paper across every query that found it.
+
+    `evidence` is what it is read from: "abstract", or "fetch" with the best `fetch_url` and
+    the `evidence_reason`; `fetch_urls` is every URL known to fetch it from, by kind
+    (lyra_crawl.papers.evidence).
+    """
 
     id: int
     title: str
@@ -146,6 +151,10 @@ class StoredPaper:
     abstract: str | None = None
     external_ids: Mapping[str, str] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    evidence: str | None = None
+    fetch_url: str | None = None
+    evidence_reason: str | None = None
+    fetch_urls: Mapping[str, str] = field(default_factory=dict)
 
 
 # -- the citation graph ----------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """What every SQL backend shares: rows to the typed records, the item columns, instants as text,
-dead crawls on this host, a paper's merge with its stored row, a batch's figures from grouped
-rows. No SQL (each backend keeps its own dialect) but the reads both run alike: STALE_PARSERS
-and the citation graph's (`?` placeholders, which `postgres` turns into psycopg's `%s`).
+dead crawls on this host, a batch's figures from grouped rows. No SQL (each backend keeps its
+own dialect; saving papers, planned without SQL too, is backends.paper_saving) but the reads
+both run alike: STALE_PARSERS and the citation graph's (`?` placeholders, which `postgres` turns
+into psycopg's `%s`).
 
 A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
 as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
@@ -36,7 +37,6 @@ from lyra_crawl.backends.records import (
     StoredQuery,
 )
 from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper
 from lyra_crawl.politeness.breaker import BreakerState, Health
 
 
@@ -78,7 +78,7 @@ def item_row(
     return tuple(values)
 
 
-def _json(value: Any, default: Any) -> Any:
+def decode_json(value: Any, default: Any) -> Any:
     """A JSON column's value: text is decoded (empty text is `default`), a decoded one kept."""
     if value is None:
         return default
@@ -89,7 +89,7 @@ def _json(value: Any, default: Any) -> Any:
 
 def stored_item(row: Row) -> StoredItem:
     values: dict[str, Any] = {column: row[column] for column in ITEM_COLUMNS}
-    values["authors"] = tuple(_json(row["authors"], []))
+    values["authors"] = tuple(decode_json(row["authors"], []))
     values["snippet"] = values["snippet"] or ""
     values["kind"] = values["kind"] or "serp"
     values["position"] = values["position"] or 0
@@ -109,7 +109,7 @@ def stored_query(row: Row | None) -> StoredQuery | None:
         return None
     values = {name: row[name] for name in _field_names(StoredQuery)}
     for column, default in QUERY_JSON_COLUMNS.items():
-        values[column] = _json(row[column], default)
+        values[column] = decode_json(row[column], default)
     values["cache_hit"] = bool(row["cache_hit"])
     return StoredQuery(**values)
 
@@ -147,9 +147,10 @@ def stale_parser(row: Row) -> StaleParser:
 
 def stored_paper(row: Row) -> StoredPaper:
     values = {name: row[name] for name in _field_names(StoredPaper)}
-    values["authors"] = tuple(_json(row["authors"], []))
-    values["external_ids"] = _json(row["external_ids"], {})
-    values["sources"] = tuple(_json(row["sources"], []))
+    values["authors"] = tuple(decode_json(row["authors"], []))
+    values["external_ids"] = decode_json(row["external_ids"], {})
+    values["sources"] = tuple(decode_json(row["sources"], []))
+    values["fetch_urls"] = decode_json(row["fetch_urls"], {})
     return StoredPaper(**values)
 
 
@@ -163,7 +164,7 @@ def postgres(sql: str) -> str:
 
 
 # A paper read from its abstract: where a citation graph starts and goes on from.
-_READ_FROM_ABSTRACT = "length(COALESCE(paper.abstract, '')) >= 200"
+_READ_FROM_ABSTRACT = "paper.evidence = 'abstract'"
 # The query's papers by their best fused rank (query id, limit).
 CITATION_SEEDS = (
     "SELECT paper.* FROM papers AS paper JOIN ("
@@ -222,11 +223,6 @@ def citation_graph(papers: Iterable[Row], edges: Iterable[Row]) -> CitationGraph
     return CitationGraph([stored_paper(row) for row in papers], [citation_edge(r) for r in edges])
 
 
-def citation_pair(fetch: CitationFetch, other: int) -> tuple[int, int]:
-    """(citing, cited) of the edge between a fetch's paper and a paper its list names."""
-    return (fetch.paper_id, other) if fetch.relation == "references" else (other, fetch.paper_id)
-
-
 # The columns of a `citation_fetches` row a store writes (fetched_at is the store's).
 CITATION_FETCH_COLUMNS = (
     "query_id",
@@ -258,7 +254,7 @@ def intervention(row: Row) -> Intervention:
 
 def batch_entry(row: Row) -> BatchEntry:
     values = {name: row[name] for name in _field_names(BatchEntry)}
-    values["arguments"] = _json(row["arguments"], {})
+    values["arguments"] = decode_json(row["arguments"], {})
     return BatchEntry(**values)
 
 
@@ -301,23 +297,6 @@ def dead_lease_owners(owners: Iterable[str]) -> list[str]:
         and owner[len(host) :].isdigit()
         and not process_alive(int(owner[len(host) :]))
     ]
-
-
-# -- papers ----------------------------------------------------------------------------------
-
-
-def external_ids(paper: CanonicalPaper) -> dict[str, str]:
-    """Each source's own id of the paper."""
-    return {record.source: record.source_id for record in paper.records if record.source_id}
-
-
-def merged_paper_lists(row: Row, paper: CanonicalPaper) -> tuple[dict[str, str], list[str], str]:
-    """The stored paper `row` joined with `paper`: its external ids, sources and attribution."""
-    external = {**_json(row["external_ids"], {}), **external_ids(paper)}
-    sources = sorted(set(_json(row["sources"], [])) | set(paper.sources))
-    # Two different attributions (api_only and serp_only, or either and both) make both.
-    attribution = paper.attribution if row["attribution"] == paper.attribution else "both"
-    return external, sources, attribution
 
 
 # -- batch figures ---------------------------------------------------------------------------

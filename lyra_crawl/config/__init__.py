@@ -44,6 +44,7 @@ from lyra_crawl.config.models import (
     LyraConfig,
     NoResultsMarkers,
     PaginationDefaults,
+    PapersPolicy,
 )
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "LyraConfig",
     "NoResultsMarkers",
     "PaginationDefaults",
+    "PapersPolicy",
     "SafeLoader",
     "load_config",
     "parse_config",

@@ -419,6 +419,15 @@ class CitationPolicy:
 
 
 @dataclass(frozen=True)
+class PapersPolicy:
+    """How canonical papers are read (engines.yaml `papers:`)."""
+
+    # A paper whose abstract has at least this many characters is read from it; any other is
+    # fetched (lyra_crawl.papers.evidence).
+    min_abstract_chars: AtLeastOne = 200
+
+
+@dataclass(frozen=True)
 class _Cache:
     ttl_hours: NotNegative = 24.0
 
@@ -449,6 +458,7 @@ class PolicyFile:
         default_factory=BreakerPolicy
     )
     lastmile: Annotated[LastMilePolicy, null_as({})] = field(default_factory=LastMilePolicy)
+    papers: Annotated[PapersPolicy, null_as({})] = field(default_factory=PapersPolicy)
     citations: Annotated[CitationPolicy, null_as({})] = field(default_factory=CitationPolicy)
 
 
@@ -483,6 +493,7 @@ class LyraConfig:
     cache_ttl_hours: float = 24.0
     breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
     lastmile: LastMilePolicy = field(default_factory=LastMilePolicy)
+    papers: PapersPolicy = field(default_factory=PapersPolicy)
     citations: CitationPolicy = field(default_factory=CitationPolicy)
     source: str = ""
 

@@ -7,6 +7,8 @@ Docs: https://docs.openalex.org/api-entities/works. Basic paging reaches only th
   OpenAlex, and are rebuilt here in word order;
 - DOIs and PMIDs are URLs (`https://doi.org/10…`, `https://pubmed.ncbi.nlm.nih.gov/<id>`);
 - `primary_location.source` is null for a third of works (repositories, unknown venues);
+- an open-access PDF is `best_oa_location.pdf_url` (null for closed works and for open ones
+  known only by a landing page);
 - a single-work lookup (`/works/W…`) answers with the bare work, not a `results` list: it is
   read as a page of one, so a resolved DOI or W-id parses like a search hit;
 - every list carries `group_by: []`; a `group_by` query answers counts there and no results.
@@ -87,6 +89,7 @@ def work_result(work: dict[str, Any]) -> SerpResult | None:
     doi = normalize_doi(work.get("doi") or ids.get("doi"))
     abstract = abstract_text(work.get("abstract_inverted_index"))
     year = work.get("publication_year")
+    open_access = work.get("best_oa_location") or {}
     return SerpResult(
         url=location.get("landing_page_url") or work.get("doi") or work_id,
         title=title,
@@ -104,4 +107,5 @@ def work_result(work: dict[str, Any]) -> SerpResult | None:
         venue=source.get("display_name") or None,
         abstract=abstract,
         source_id=work_id.removeprefix(WORK_ID_PREFIX),
+        pdf_url=open_access.get("pdf_url") or None,
     )

@@ -6,7 +6,8 @@ captured responses:
 - a search without hits is `{"total": 0, "offset": 0}`, with no `data` key at all;
 - a bad request is HTTP 400 with `{"error": "<message>"}`;
 - a record holds only the fields asked for (paperId and title by default), so `url` may be
-  missing; `externalIds.DOI` may be null; `venue` may be "" while `journal.name` is set.
+  missing; `externalIds.DOI` may be null; `venue` may be "" while `journal.name` is set;
+- `openAccessPdf` of a closed paper is `{"url": "", "status": "CLOSED"}`: an empty URL.
 The other endpoints answer in other shapes, each `layout_changed` (seen 2024-12): a single
 paper (no `data`), /paper/batch (a JSON list), /author/search (`data` of authors),
 /paper/{id}/citations (`data` of `{"citingPaper": …}`), /recommendations
@@ -61,6 +62,7 @@ def paper_result(record: dict[str, Any]) -> SerpResult | None:
     journal = record.get("journal") or {}
     pmid = ids.get("PubMed")
     year = record.get("year")
+    open_access = record.get("openAccessPdf") or {}
     return SerpResult(
         url=record.get("url") or PAPER_URL.format(paper_id=paper_id),
         title=title,
@@ -73,4 +75,5 @@ def paper_result(record: dict[str, Any]) -> SerpResult | None:
         venue=record.get("venue") or journal.get("name") or None,
         abstract=record.get("abstract") or None,
         source_id=paper_id,
+        pdf_url=open_access.get("url") or None,
     )

@@ -311,7 +311,11 @@ class CitationFetcher:
         )
         self._count(request.source, "links", len(page.papers))
         try:
-            edges = await self.crawl.store.store_citation_page(fetch, index.papers())
+            edges = await self.crawl.store.store_citation_page(
+                fetch,
+                index.papers(),
+                min_abstract_chars=self.crawl.config.papers.min_abstract_chars,
+            )
         except BackendError as exc:
             self.crawl.backend_failed(exc, "the citation edges stored before are kept")
             return

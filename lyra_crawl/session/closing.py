@@ -1,4 +1,5 @@
-"""Close one query: its papers merged and linked, its row finished, its cache entry written.
+"""Close one query: its papers merged into the paper index and linked, its row finished, its
+cache entry written.
 
 Runs once per query, when its last page is stored (or when the crawl closes around it). Stats:
 `lyra/stop_reason/<reason>` per source, `lyra/papers/<attribution>` per canonical paper.
@@ -35,7 +36,13 @@ async def save_query_papers(crawl: CrawlSession, session: QuerySession) -> None:
         for attribution, count in merged.attribution.items():
             if count:
                 crawl.stats.inc_value(f"lyra/papers/{attribution}", count)
-        await store.save_papers(query_id, merged.papers, merged.fused_ranks, merged.attribution)
+        await store.save_papers(
+            query_id,
+            merged.papers,
+            merged.fused_ranks,
+            merged.attribution,
+            min_abstract_chars=crawl.config.papers.min_abstract_chars,
+        )
 
 
 async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryStatus) -> None:
