@@ -103,10 +103,10 @@ def fetches(db_path: Path) -> list[sqlite3.Row]:
     return query_db(db_path, "SELECT * FROM citation_fetches ORDER BY level, paper_id, source")
 
 
-def graph_requests(simulator: Any) -> list[dict[str, Any]]:
+def graph_requests(simulator: Any, engine: str | None = None) -> list[dict[str, Any]]:
     return [
         request
-        for request in simulator.requests()
+        for request in simulator.requests(engine)
         if GRAPH_PATHS.search(request["path"] + "?" + "&".join(request["params"]))
     ]
 
@@ -275,3 +275,30 @@ async def test_depth_2_goes_on_from_the_top_papers_the_first_step_reached(start_
     assert {row["status"] for row in fetches(db_path)} == {"done"}
     seeds = [key_of(papers[paper_id]) for paper_id in first | second]
     assert stored_edges(db_path) == expected_edges(seeds)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_block_page_stops_the_graphs_requests_to_that_api_and_trips_its_breaker(
+    start_simulator, db_path
+):
+    simulator = start_simulator(*SMALL, "--other-status", "semantic_scholar:429")
+
+    crawler = await graph_crawl(simulator, db_path, citation_depth=1, citation_top_k=2)
+
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "finished"
+    s2 = [row for row in fetches(db_path) if row["source"] == "semantic_scholar"]
+    assert [row["status"] for row in s2] == ["blocked"] * 4
+    assert {row["detail"] for row in s2} == {"HTTP 429"}
+    assert {row["status"] for row in fetches(db_path) if row["source"] == "openalex"} == {"done"}
+    # One request, judged a block once: the breaker and a person hear of it.
+    assert len(graph_requests(simulator, "semantic_scholar")) == 1
+    (intervention,) = query_db(db_path, "SELECT * FROM intervention_queue")
+    assert (intervention["engine"], intervention["kind"], intervention["detail"]) == (
+        "semantic_scholar",
+        "rate_limited",
+        "HTTP 429",
+    )
+    stats = crawler.stats.get_stats()
+    assert stats["lyra/semantic_scholar/breaker/failure/rate_limited"] == 1
+    assert stats["lyra/citations/fetch/blocked"] == 4

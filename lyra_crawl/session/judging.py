@@ -59,7 +59,9 @@ def _parse(
     url = response_engine_url(response, state, simulator_url)
     if state.kind is RequestKind.CITATION:
         block = detect_block(spec, response.body, response.status, url)
-        return ParseResult(Outcome.OK) if block is None else ParseResult(*block)
+        if block is None:
+            return ParseResult(outcome=Outcome.OK)
+        return ParseResult(outcome=block[0], detail=block[1])
     return parse_fetched(
         spec,
         response.body,
