@@ -12,10 +12,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest_twisted
+from scrapy import Request, signals
+from scrapy.crawler import CrawlerRunner
+from scrapy.utils.defer import deferred_from_coro
 
 from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.session.request_state import RequestKind, request_state
 from lyra_crawl.simulator.citations import PaperKey, citations, references, unmatched
-from tests.conftest import edited_config, query_db, run_crawl, with_store
+from lyra_crawl.spiders.serp import SerpSpider
+from tests.conftest import (
+    assert_no_errors,
+    crawl_settings,
+    edited_config,
+    logged_errors,
+    query_db,
+    run_crawl,
+    with_store,
+)
 
 # Its paper 17 (a paper with an abstract) cites paper 10, which has a preprint, under the
 # preprint's ids (lyra_crawl.simulator.citations).
@@ -302,3 +315,45 @@ async def test_a_block_page_stops_the_graphs_requests_to_that_api_and_trips_its_
     stats = crawler.stats.get_stats()
     assert stats["lyra/semantic_scholar/breaker/failure/rate_limited"] == 1
     assert stats["lyra/citations/fetch/blocked"] == 4
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_stopped_during_the_graph_ends_its_open_lists_cancelled(
+    start_simulator, db_path
+):
+    simulator = start_simulator(*SMALL)
+    runner = CrawlerRunner(crawl_settings(simulator, db_path))
+    crawler = runner.create_crawler(SerpSpider)
+    answered: list[Request] = []
+
+    def stop_at_the_first_answer(response: Any, request: Request, spider: Any) -> None:
+        state = request_state(request.meta)
+        if state is not None and state.kind is RequestKind.CITATION and not answered:
+            answered.append(request)
+            deferred_from_coro(crawler.engine.close_spider_async(reason="shutdown"))
+
+    crawler.signals.connect(stop_at_the_first_answer, signal=signals.response_received)
+    with logged_errors() as errors:
+        await deferred_from_coro(
+            crawler.crawl_async(
+                query=QUERY,
+                sources=",".join(APIS),
+                serp_max_pages=1,
+                strategy="fixed",
+                citation_depth=1,
+                citation_top_k=5,
+            )
+        )
+
+    assert_no_errors(crawler, errors)
+    (query,) = query_db(db_path, "SELECT * FROM queries")
+    assert query["status"] == "cancelled"
+    statuses = Counter(row["status"] for row in fetches(db_path))
+    assert statuses["cancelled"] > 0 and set(statuses) <= {"done", "cancelled"}
+    # The pages found before stay, their items linked to their papers.
+    pages = query_db(db_path, "SELECT source, outcome FROM serp_pages ORDER BY source")
+    assert [(p["source"], p["outcome"]) for p in pages] == [
+        ("openalex", "ok"),
+        ("semantic_scholar", "ok"),
+    ]
+    assert query_db(db_path, "SELECT * FROM serp_items WHERE paper_id IS NULL") == []

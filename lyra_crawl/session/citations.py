@@ -91,15 +91,19 @@ class CitationFetcher:
         session.citations = CitationCrawl(
             depth=arguments.citation_depth, top_k=arguments.citation_top_k
         )
-        await save_query_papers(self.crawl, session)
         store = self.crawl.store
-        fetched = await store.citation_fetches(session.query_id)
+        try:
+            await save_query_papers(self.crawl, session)
+            fetched = await store.citation_fetches(session.query_id)
+            seeds = await store.citation_seeds(session.query_id, limit=arguments.citation_top_k)
+        except BackendError as exc:
+            self.crawl.backend_failed(exc, "the query's pages are stored")
+            return
         done = {
             FetchKey(f.paper_id, f.source, Relation(f.relation))
             for f in fetched
             if f.status == DONE
         }
-        seeds = await store.citation_seeds(session.query_id, limit=arguments.citation_top_k)
         await self._start_level(session, seeds, done)
         await self._go_on(session)
 
@@ -175,8 +179,13 @@ class CitationFetcher:
                     session.query_id, citations.level, limit=citations.top_k
                 )
                 await self._start_level(session, frontier, set())
+            except BackendError as exc:
+                self.crawl.backend_failed(exc, "the citation edges stored before are kept")
+                return
             finally:
                 citations.advancing = False
+        if self.crawl.storage_failure is not None:
+            return  # the crawl is closing: nothing more is sent or written
         if citations.finished:
             await self.crawl.settle(session)
         else:
@@ -206,7 +215,7 @@ class CitationFetcher:
         )
         self._count(request.source, "pages")
         if page.outcome is not Outcome.OK:
-            ends = self._stopped(session, request, page, response)
+            ends = self._stopped(session, request, page)
         else:
             await self._store(session, request, page)
             ends = session.citations.answered(request, page.following)
@@ -255,7 +264,7 @@ class CitationFetcher:
         await self._go_on(session)
 
     def _stopped(
-        self, session: QuerySession, request: CitationRequest, page: LinkPage, response: Response
+        self, session: QuerySession, request: CitationRequest, page: LinkPage
     ) -> list[FetchEnd]:
         """An answer that is not a list: a block or another shape stops the source, an error
         (an unknown paper, HTTP 5xx) ends the request's own lists."""
