@@ -37,7 +37,8 @@ APIS = ("semantic_scholar", "openalex")
 # Twenty results per source: the query's papers are corpus papers 0..19, all on page 1.
 SHOWN = 20
 SMALL = ("--results-total", str(SHOWN))
-GRAPH_PATHS = re.compile(r"/graph/v1/paper/(?!search)|/works/|filter=")
+# Semantic Scholar's lists, OpenAlex's works by id; OpenAlex's lookups and lists are filters.
+GRAPH_PATHS = re.compile(r"/graph/v1/paper/(?!search)|/works/")
 
 
 async def graph_crawl(
@@ -120,7 +121,7 @@ def graph_requests(simulator: Any, engine: str | None = None) -> list[dict[str, 
     return [
         request
         for request in simulator.requests(engine)
-        if GRAPH_PATHS.search(request["path"] + "?" + "&".join(request["params"]))
+        if GRAPH_PATHS.search(request["path"]) or "filter" in request["params"]
     ]
 
 
