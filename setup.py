@@ -1,7 +1,8 @@
 """Packaging for Scrapyd eggs (`scrapyd-deploy`) and plain installs.
 
-The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, and
-backends/sqlite/schema.sql as package data, so an egg finds both with importlib.resources.
+The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, and the
+backends' SQL (schemas, PostgreSQL's upgrades) as package data, so an egg finds them with
+importlib.resources.
 """
 
 from setuptools import find_packages, setup
@@ -15,6 +16,7 @@ setup(
     package_data={
         "lyra_crawl.bundled_config": ["*.yaml"],
         "lyra_crawl.backends.sqlite": ["schema.sql"],
+        "lyra_crawl.backends.postgres": ["*.sql"],
     },
     entry_points={"scrapy": ["settings = lyra_crawl.settings"]},
     python_requires=">=3.11",

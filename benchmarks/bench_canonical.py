@@ -1,4 +1,4 @@
-"""Benchmark of CanonicalPaperIndex: DBLP-ACM match quality and merge time at scale.
+"""Benchmark of the canonical paper merge: DBLP-ACM match quality and merge time at scale.
 
 Run as ``python benchmarks/bench_canonical.py [shared_dir]`` (default ``../shared``) or call
 ``run(shared_dir)``. One run measures, side by side:
@@ -10,21 +10,33 @@ Run as ``python benchmarks/bench_canonical.py [shared_dir]`` (default ``../share
 * the noisy development set (``tests/data/er``, see its README: Magellan's "Dirty" DBLP-ACM,
   whose titles carry authors, venue and year moved into them): precision, recall and F1 of its
   labelled pairs, every record of the sample in one index, beside the same title-only baseline;
-* ``add_many`` time on 10k, 50k and 100k seeded synthetic records (~30 % duplicates), and the
-  time ratio for the doubling 50k -> 100k (2.0 means linear), with the pairwise F1 of each
-  synthetic run so that speed never hides a merge that stopped merging.
+* ``add_many`` time in memory (``memory_merge_seconds_*``) on 10k, 50k and 100k seeded
+  synthetic records (~30 % duplicates), and the time ratio for the doubling 50k -> 100k (2.0
+  means linear), with the pairwise F1 of each synthetic run so that speed never hides a merge
+  that stopped merging;
+* ``merge_seconds_100k``: the same 100k records through the store-backed paper index, as a
+  task's queries reach it — 100 queries of 1,000 records, each merged in memory as a crawl's
+  close does, then saved into a real SQLite store (``ResultStore.save_papers``: block lookup,
+  the canonical rules against stored papers, rows and blocks written), with the pairwise F1 of
+  the papers the store links the records to (``store_synthetic_f1_100k``) and the ratio to the
+  in-memory time (``store_over_memory_100k``). Storing the items the papers link is outside
+  the time, as it is outside a query's close. DBLP-ACM goes through the store too, DBLP as one
+  query and ACM as another (``dblp_acm_store_f1_year_tolerance_1``).
 
-Times are CPU seconds of this process (``time.process_time``): the merge is single-threaded, and
-CPU time stays comparable when other jobs share the machine.
+Times are CPU seconds of this process (``time.process_time``, every thread: the SQLite worker
+as well): the merge is single-threaded, and CPU time stays comparable when other jobs share the
+machine.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import pathlib
 import random
 import re
 import sys
+import tempfile
 import time
 import unicodedata
 from collections import Counter
@@ -33,12 +45,18 @@ from itertools import accumulate
 
 from rapidfuzz import fuzz, process
 
+from lyra_crawl.backends import Backends, sqlite_url, with_backends
+from lyra_crawl.backends.records import PageRecord, QueryRecord
+from lyra_crawl.config import PapersPolicy
+from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
+from lyra_crawl.results import result_fields
 
 NOISY_DEV_SET = (
     pathlib.Path(__file__).resolve().parents[1] / "tests/data/er/dirty_dblp_acm_test_head.txt"
 )
 SYNTHETIC_SIZES = (10_000, 50_000, 100_000)
+STORE_QUERIES = 100
 SEED = 20240521
 _API_SOURCES = ("semantic_scholar", "openalex", "crossref", "arxiv", "pubmed")
 _SERP_SOURCES = ("serp:duckduckgo", "serp:bing", "serp:google")
@@ -56,12 +74,76 @@ def run(shared_dir: pathlib.Path) -> dict[str, float]:
         index = CanonicalPaperIndex()
         started = time.process_time()
         keys = index.add_many(records)
-        figures[f"merge_seconds_{size // 1000}k"] = time.process_time() - started
+        figures[f"memory_merge_seconds_{size // 1000}k"] = time.process_time() - started
         figures[f"synthetic_f1_{size // 1000}k"] = _pair_f1(truth, keys)
     figures["merge_growth_per_doubling"] = (
-        figures["merge_seconds_100k"] / figures["merge_seconds_50k"]
+        figures["memory_merge_seconds_100k"] / figures["memory_merge_seconds_50k"]
     )
+    records, truth = synthetic_records(SYNTHETIC_SIZES[-1], seed=SEED)
+    size = len(records) // STORE_QUERIES
+    seconds, papers = _through_store([records[n : n + size] for n in range(0, len(records), size)])
+    figures["merge_seconds_100k"] = seconds
+    figures["store_synthetic_f1_100k"] = _pair_f1(truth, papers)
+    figures["store_over_memory_100k"] = seconds / figures["memory_merge_seconds_100k"]
     return figures
+
+
+def _through_store(queries: list[list[PaperRecord]]) -> tuple[float, list[int]]:
+    """CPU seconds of merging each query's records, query after query, into a new SQLite
+    store, and the paper row each record is linked to, in order."""
+    with tempfile.TemporaryDirectory() as folder:
+        settings = {"LYRA_DB_URL": sqlite_url(pathlib.Path(folder) / "bench.sqlite3")}
+        return asyncio.run(with_backends(settings, lambda backends: _save(backends, queries)))
+
+
+async def _save(backends: Backends, queries: list[list[PaperRecord]]) -> tuple[float, list[int]]:
+    store = backends.store
+    seconds = 0.0
+    query_ids = []
+    first = 0
+    # A record's URL is its place among all records, so the links are read back in order.
+    for chunk in queries:
+        query_id = await store.start_query(
+            QueryRecord(f"q{first}", f"q{first}", "bench", 1, 1, "fixed", task_id="bench")
+        )
+        query_ids.append(query_id)
+        urls = [f"https://bench.example/{first + i}" for i in range(len(chunk))]
+        first += len(chunk)
+        items = [_item(query_id, urls[i], i, record) for i, record in enumerate(chunk)]
+        await store.store_page(PageRecord(query_id, "bench", 1, "ok", len(items)), items)
+        started = time.process_time()
+        # What the query's close does: its records merged with each other, then with the store.
+        index = CanonicalPaperIndex()
+        keys = index.add_many(chunk)
+        urls_by_key: dict[int, list[str]] = {}
+        for url, key in zip(urls, keys, strict=True):
+            urls_by_key.setdefault(key, []).append(url)
+        papers = [(paper, urls_by_key[paper.key]) for paper in index.papers()]
+        await store.save_papers(
+            query_id, papers, {}, {}, min_abstract_chars=PapersPolicy().min_abstract_chars
+        )
+        seconds += time.process_time() - started
+    linked = {
+        item.normalized_url: item.paper_id or 0
+        for query_id in query_ids
+        for item in await store.items(query_id)
+    }
+    return seconds, [linked[f"https://bench.example/{n}"] for n in range(first)]
+
+
+def _item(query_id: int, url: str, position: int, record: PaperRecord) -> ResultItem:
+    return ResultItem(
+        url=url,
+        title=record.title,
+        query_id=query_id,
+        source=record.source,
+        kind=record.kind,
+        page_number=1,
+        position=position + 1,
+        normalized_url=url,
+        rank=position + 1,
+        **result_fields(record),
+    )
 
 
 def synthetic_records(n: int, *, seed: int) -> tuple[list[PaperRecord], list[int]]:
@@ -154,17 +236,20 @@ def _noisy_copy(rng: random.Random, original: PaperRecord) -> PaperRecord:
 
 
 def _dblp_acm(folder: pathlib.Path) -> dict[str, float]:
-    dblp = _read_table(folder / "DBLP2.csv")
-    acm = _read_table(folder / "ACM.csv")
+    dblp_rows = _read_table(folder / "DBLP2.csv")
+    acm_rows = _read_table(folder / "ACM.csv")
     with open(folder / "DBLP-ACM_perfectMapping.csv", newline="", encoding="utf-8") as handle:
         truth = {(row[0], row[1]) for row in csv.reader(handle) if row}
-    records = [_bibliographic_record("dblp", row) for row in dblp]
-    records += [_bibliographic_record("acm", row) for row in acm]
+    records = [_bibliographic_record("dblp", row) for row in dblp_rows]
+    records += [_bibliographic_record("acm", row) for row in acm_rows]
     # DBLP and ACM both date a paper by its proceedings or issue, so the same paper never
     # differs in year here; the default tolerance of one year (preprint vs. publication) would
     # join conference and journal versions published a year apart, which this mapping separates.
     seconds, predicted = _merge_pairs(records, year_tolerance=0)
     precision, recall, f1 = _scores(predicted, truth)
+    dblp = [record for record in records if record.source == "dblp"]
+    acm = [record for record in records if record.source == "acm"]
+    _, stored = _through_store([dblp, acm])
     return {
         "dblp_acm_f1": f1,
         "dblp_acm_precision": precision,
@@ -173,7 +258,10 @@ def _dblp_acm(folder: pathlib.Path) -> dict[str, float]:
         "dblp_acm_f1_year_tolerance_1": _scores(_merge_pairs(records, year_tolerance=1)[1], truth)[
             2
         ],
-        "baseline_f1": _scores(_baseline_pairs(dblp, acm), truth)[2],
+        "baseline_f1": _scores(_baseline_pairs(dblp_rows, acm_rows), truth)[2],
+        # DBLP saved as one query and ACM as another, at the default year tolerance: the pairs
+        # the store-backed index finds, beside the in-memory figure above.
+        "dblp_acm_store_f1_year_tolerance_1": _scores(_pairs(dblp + acm, stored), truth)[2],
     }
 
 
@@ -225,10 +313,15 @@ def _merge_pairs(
     index = CanonicalPaperIndex(year_tolerance=year_tolerance)
     keys = index.add_many(records)
     seconds = time.process_time() - started
+    return seconds, _pairs(records, keys)
+
+
+def _pairs(records: list[PaperRecord], keys: list[int]) -> set[tuple[str | None, str | None]]:
+    """The (DBLP id, ACM id) pairs whose records share a paper key."""
     groups: dict[int, list[PaperRecord]] = {}
     for key, record in zip(keys, records, strict=True):
         groups.setdefault(key, []).append(record)
-    pairs = {
+    return {
         (a.source_id, b.source_id)
         for members in groups.values()
         for a in members
@@ -236,7 +329,6 @@ def _merge_pairs(
         for b in members
         if b.source == "acm"
     }
-    return seconds, pairs
 
 
 def _baseline_pairs(dblp: list[dict[str, str]], acm: list[dict[str, str]]) -> set[tuple[str, str]]:

@@ -21,7 +21,7 @@ class ResultFields:
     """What a result may show beyond URL and title; the paper APIs fill most of it.
 
     `source_id` is the record's own id at its source (Semantic Scholar paperId, OpenAlex W-id,
-    Crossref DOI, arXiv id, PMID).
+    Crossref DOI, arXiv id, PMID); `pdf_url` an open-access PDF of the paper a source names.
     """
 
     snippet: str = ""
@@ -34,6 +34,7 @@ class ResultFields:
     venue: str | None = None
     abstract: str | None = None
     source_id: str | None = None
+    pdf_url: str | None = None
 
 
 @dataclass

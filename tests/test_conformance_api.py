@@ -135,6 +135,19 @@ def test_openalex_abstracts_are_rebuilt_in_word_order() -> None:
     assert sum(1 for found in results if found.abstract) == 46
 
 
+def test_open_access_pdfs_are_the_ones_the_apis_name() -> None:
+    works = results_of("openalex/openalex_works_search_ml_public_health_per_page200.json")
+    (closed,) = results_of("semantic_scholar/s2_paper_search_match_fullfields_2015.json")
+
+    # best_oa_location.pdf_url, counted in the file: 23 of its 49 works have one.
+    assert sum(1 for found in works if found.pdf_url) == 23
+    assert (
+        works[0].pdf_url == "https://www.geospatialhealth.net/index.php/gh/article/download/294/291"
+    )
+    # Semantic Scholar's closed paper: openAccessPdf {"url": "", "status": "CLOSED"}.
+    assert closed.pdf_url is None
+
+
 def test_openalex_authors_year_and_venue() -> None:
     first = results_of("openalex/openalex_works_search_ml_public_health_per_page200.json")[0]
 

@@ -4,6 +4,7 @@ crawl left through the protocols, so the same assertions hold on either backend.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,9 @@ import pytest_twisted
 from lyra_crawl.backends import Backends, sqlite_url, with_backends
 from lyra_crawl.politeness.breaker import BreakerState
 from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.simulator.citations import PaperKey
 from tests.conftest import edited_config, in_own_loop, run_crawl, run_scrapy
+from tests.test_citations_e2e import expected_edges
 
 T = TypeVar("T")
 
@@ -209,3 +212,85 @@ def test_a_batch_is_one_crawl_of_its_entries(backend, simulator, tmp_path):
     assert [entry.state for entry in entries] == ["done", "done", "done", "rejected"]
     assert pages == [[1, 2]] * 3
     assert len(simulator.requests()) == 6
+
+
+def sim_index(title: str) -> int:
+    """The simulator's result number, which ends every title it serves (before any suffix)."""
+    numbers = re.findall(r"\d+", title)
+    assert numbers, title
+    return int(numbers[-1])
+
+
+@pytest_twisted.ensureDeferred
+async def test_two_queries_of_a_task_finding_a_paper_without_identifiers_store_one_row(
+    backend, start_simulator, tmp_path
+):
+    # The simulator's results depend on the query text, so the two queries share it and differ
+    # in SERP engine and paper API: OpenAlex and Semantic Scholar spell a title each their own
+    # way, and most results carry no DOI, arXiv id or PMID in either (title, year and authors).
+    simulator = start_simulator("--results-total", "300")
+    shared = {"query": "urban heat islands", "task_id": "t1", "serp_max_pages": 1}
+    await backend.crawl(simulator, tmp_path, {}, engine="mojeek", sources="serp,openalex", **shared)
+    await backend.crawl(
+        simulator, tmp_path, {}, engine="duckduckgo", sources="serp,semantic_scholar", **shared
+    )
+
+    async def items_by_query(backends: Backends):
+        store = backends.store
+        return [await store.items(query_id) for query_id in await store.query_ids(task_id="t1")]
+
+    first, second = backend.run(items_by_query)
+    rows_of_result: dict[int, set[int]] = {}
+    for item in first + second:
+        if item.paper_id is not None:
+            rows_of_result.setdefault(sim_index(item.title), set()).add(item.paper_id)
+    assert rows_of_result and all(len(rows) == 1 for rows in rows_of_result.values()), (
+        "one paper is one row"
+    )
+
+    def plain(items, source):
+        return {
+            sim_index(item.title): item
+            for item in items
+            if item.source == source and not (item.doi or item.arxiv_id or item.pmid)
+        }
+
+    from_openalex, from_s2 = plain(first, "openalex"), plain(second, "semantic_scholar")
+    both = from_openalex.keys() & from_s2.keys()
+    assert len(both) >= 30, "the two queries share papers with no identifier"
+    for index in both:
+        assert from_openalex[index].title != from_s2[index].title or index % 4 == 3
+        assert from_openalex[index].paper_id == from_s2[index].paper_id is not None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_citation_graph_is_fetched_and_stored_alike_on_both_backends(
+    backend, start_simulator, tmp_path
+):
+    simulator = start_simulator("--results-total", "20")
+
+    await backend.crawl(
+        simulator,
+        tmp_path,
+        {},
+        query="peat bogs",
+        sources="semantic_scholar,openalex",
+        serp_max_pages=1,
+        task_id="bogs",
+        citation_depth=1,
+        citation_top_k=20,
+    )
+
+    async def graph(backends: Backends):
+        store = backends.store
+        (query_id,) = await store.query_ids(task_id="bogs")
+        return await store.citation_fetches(query_id), await store.task_citation_graph("bogs")
+
+    fetches, found = backend.run(graph)
+    # The fifteen papers with an abstract, two lists at each API, and exactly the edges the
+    # simulator's graph has at them.
+    assert len(fetches) == 60 and {f.status for f in fetches} == {"done"}
+    keys = {paper.id: PaperKey("peat bogs", sim_index(paper.title)) for paper in found.papers}
+    edges = {(keys[e.citing], keys[e.cited], e.source) for e in found.edges}
+    assert len(edges) == len(found.edges)
+    assert edges == expected_edges([keys[paper_id] for paper_id in {f.paper_id for f in fetches}])

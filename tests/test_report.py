@@ -88,6 +88,8 @@ async def test_scrapy_report_prints_each_query_and_writes_one_html_page(
     assert "query 2: 'tidal energy' (task t1)" in result.stdout
     assert "items 30: 10 new, 20 repeated" in result.stdout
     assert "attribution both 1, api_only 0, serp_only 5" in result.stdout
+    # SERP results with a DOI, no abstract: each paper is to be fetched from its DOI link.
+    assert "evidence abstract 0, fetch 6 (no abstract 6)" in result.stdout
     assert "quota today: mojeek 5 (no daily limit)" in result.stdout
     assert "  google 7 (of 10)" in result.stdout
     html = page.read_text()

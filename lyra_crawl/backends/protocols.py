@@ -23,6 +23,8 @@ from lyra_crawl.backends.records import (
     BatchRecord,
     BlockCount,
     BreakerChange,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EngineState,
     EntrySpec,
@@ -135,9 +137,14 @@ class ResultStore(Backend, Protocol):
         papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
         fused_ranks: Mapping[str, int],
         attribution: Mapping[str, int],
+        *,
+        min_abstract_chars: int,
     ) -> None:
-        """Upsert each paper, link the query's items (by normalized URL) to it, store fused
-        ranks and the query's attribution counts, in one transaction."""
+        """Merge each paper into the one paper index (the stored papers sharing an identifier
+        or a title block with it, by the canonical rules: backends.paper_saving), decide its
+        evidence, link the query's items (by normalized URL) to its row, store fused ranks and
+        the query's attribution counts, in one transaction. Stored rows that one paper turns
+        out to be become one row."""
         ...
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None: ...
@@ -145,6 +152,42 @@ class ResultStore(Backend, Protocol):
     async def papers_of(self, query_id: int) -> list[StoredPaper]: ...
 
     async def attribution_counts(self, query_id: int) -> dict[str, int]: ...
+
+    # -- the citation graph ----------------------------------------------------------------
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        """The query's first `limit` papers by fused rank that are read from their abstract
+        (evidence = abstract): where its citation graph starts."""
+        ...
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
+    ) -> int:
+        """One answer's papers at the other end of `fetch`'s list, in one transaction: each
+        merged into the paper index like a query's papers (the rows it joins keep their
+        attribution: backends.citation_saving), an edge between it and the fetched paper (its
+        direction the list's, none to itself), and the fetch's row (`fetch.links` added to it,
+        its status set). Returns the edges newly stored."""
+        ...
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        """Set the status and detail of each fetch's row (created with no links if missing)."""
+        ...
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]: ...
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        """Where the next level starts: the papers the query's `level` fetches reached that are
+        read from their abstract and whose lists the query has not fetched, those with the most
+        edges to them first, at most `limit`."""
+        ...
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        """The task's papers (those its queries found, or found for the queries whose cached
+        results they re-used) and the edges their fetches read, with the papers at their
+        ends."""
+        ...
 
     # -- landing pages (the papers spider) -------------------------------------------------
     async def papers_to_read(

@@ -131,7 +131,12 @@ class StoredItem(ResultItem):
 
 @dataclass(frozen=True)
 class StoredPaper:
-    """A `papers` row: one canonical paper across every query that found it."""
+    """A `papers` row: one canonical paper across every query that found it.
+
+    `evidence` is what it is read from: "abstract", or "fetch" with the best `fetch_url` and
+    the `evidence_reason`; `fetch_urls` is every URL known to fetch it from, by kind
+    (lyra_crawl.papers.evidence).
+    """
 
     id: int
     title: str
@@ -146,6 +151,49 @@ class StoredPaper:
     abstract: str | None = None
     external_ids: Mapping[str, str] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    evidence: str | None = None
+    fetch_url: str | None = None
+    evidence_reason: str | None = None
+    fetch_urls: Mapping[str, str] = field(default_factory=dict)
+
+
+# -- the citation graph ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CitationFetch:
+    """One list (references or citations) of one paper at one source, fetched for a query: a
+    `citation_fetches` row. `status`: running while pages come, then done, or why it stopped
+    (quota, blocked, error, layout_changed, cancelled); `links`: papers read at the other end."""
+
+    query_id: int
+    paper_id: int
+    source: str
+    relation: str
+    level: int
+    status: str = "running"
+    links: int = 0
+    detail: str = ""
+    fetched_at: str | None = None
+
+
+@dataclass(frozen=True)
+class CitationEdge:
+    """A `citations` row: `citing` cites `cited`, as `source` says."""
+
+    citing: int
+    cited: int
+    source: str
+    fetched_at: str = ""
+
+
+@dataclass(frozen=True)
+class CitationGraph:
+    """A task's citation graph: its papers (search results and the papers its fetches reached)
+    and the edges its fetches read."""
+
+    papers: list[StoredPaper]
+    edges: list[CitationEdge]
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,12 @@ For users whose engine broke (a crawl saves a page its rules could not read unde
 LYRA_DATA_DIR's stale/ folder, `scrapy check-engines` each page it checked under check/; edit
 the engine's rules in search_parsers.yaml until this reads the page) and for conformance
 checks. Prints on stdout one JSON line per result (rank, url, title, snippet, and date, doi,
-arxiv_id, pmid, authors, year, venue, abstract, source_id where the engine gives them). Prints
-on stderr which page it parsed the file as and why: --page when given (and whether the page
-states another), else the number the page states (its URL with --url, the pager's current
-page, its canonical link, its Next link or form), else 1; then the outcome and its evidence:
-`ok: N results`, `empty: <the no-results marker>`, `layout_changed: <what the rules did not
-find>`, `blocked: <kind> (<marker>)`, `error: ...`.
+arxiv_id, pmid, authors, year, venue, abstract, source_id, pdf_url where the engine gives
+them). Prints on stderr which page it parsed the file as and why: --page when given (and
+whether the page states another), else the number the page states (its URL with --url, the
+pager's current page, its canonical link, its Next link or form), else 1; then the outcome and
+its evidence: `ok: N results`, `empty: <the no-results marker>`, `layout_changed: <what the
+rules did not find>`, `blocked: <kind> (<marker>)`, `error: ...`.
 Exit status: 0 ok or empty, 1 an error page, 2 a bad engine name or file, 3 a block page, 4 a
 page in a layout the engine's rules do not read. Reads LYRA_CONFIG_DIR like the crawl does.
 """

@@ -16,6 +16,7 @@ from lyra_crawl.config.loading import (
     read_bundled,
 )
 from lyra_crawl.config.models import (
+    CITATION_DEPTHS,
     DEFAULT_COOLDOWNS_S,
     FAMILIES,
     FOLLOW_UP_PLACEHOLDERS,
@@ -34,6 +35,7 @@ from lyra_crawl.config.models import (
     TIME_RANGES,
     BlockRule,
     BreakerPolicy,
+    CitationPolicy,
     EnginePolicy,
     EngineSpec,
     FollowUp,
@@ -42,10 +44,12 @@ from lyra_crawl.config.models import (
     LyraConfig,
     NoResultsMarkers,
     PaginationDefaults,
+    PapersPolicy,
 )
 
 __all__ = [
     "BUNDLED_FOLDER",
+    "CITATION_DEPTHS",
     "DEFAULT_COOLDOWNS_S",
     "FAMILIES",
     "FOLLOW_UP_PLACEHOLDERS",
@@ -65,6 +69,7 @@ __all__ = [
     "TIME_RANGES",
     "BlockRule",
     "BreakerPolicy",
+    "CitationPolicy",
     "ConfigError",
     "EnginePolicy",
     "EngineSpec",
@@ -74,6 +79,7 @@ __all__ = [
     "LyraConfig",
     "NoResultsMarkers",
     "PaginationDefaults",
+    "PapersPolicy",
     "SafeLoader",
     "load_config",
     "parse_config",

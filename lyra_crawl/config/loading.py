@@ -66,6 +66,8 @@ def parse_config(parsers_yaml: str, policy_yaml: str, *, source: str = "") -> Ly
         cache_ttl_hours=policy.cache.ttl_hours,
         breaker=policy.breaker,
         lastmile=policy.lastmile,
+        papers=policy.papers,
+        citations=policy.citations,
         source=source,
     )
 

@@ -6,7 +6,8 @@ captured responses:
 - a search without hits is `{"total": 0, "offset": 0}`, with no `data` key at all;
 - a bad request is HTTP 400 with `{"error": "<message>"}`;
 - a record holds only the fields asked for (paperId and title by default), so `url` may be
-  missing; `externalIds.DOI` may be null; `venue` may be "" while `journal.name` is set.
+  missing; `externalIds.DOI` may be null; `venue` may be "" while `journal.name` is set;
+- `openAccessPdf` of a closed paper is `{"url": "", "status": "CLOSED"}`: an empty URL.
 The other endpoints answer in other shapes, each `layout_changed` (seen 2024-12): a single
 paper (no `data`), /paper/batch (a JSON list), /author/search (`data` of authors),
 /paper/{id}/citations (`data` of `{"citingPaper": …}`), /recommendations
@@ -43,7 +44,7 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
     foreign = foreign_records(records, PAPER_KEYS)
     if foreign:
         return layout_changed(SHAPE, f"data: {foreign}")
-    results, dropped = record_results(records, _result)
+    results, dropped = record_results(records, paper_result)
     offset = doc.get("offset")
     # An answer without records says offset 0 whatever was asked: only a page of records
     # tells which page it is.
@@ -51,7 +52,8 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
     return Extracted(results=results, shown_page=shown, dropped=dropped)
 
 
-def _result(record: dict[str, Any]) -> SerpResult | None:
+def paper_result(record: dict[str, Any]) -> SerpResult | None:
+    """A paper record as a result; None without a title or a paperId."""
     paper_id = record.get("paperId") or ""
     title = " ".join((record.get("title") or "").split())
     if not title or not paper_id:
@@ -60,6 +62,7 @@ def _result(record: dict[str, Any]) -> SerpResult | None:
     journal = record.get("journal") or {}
     pmid = ids.get("PubMed")
     year = record.get("year")
+    open_access = record.get("openAccessPdf") or {}
     return SerpResult(
         url=record.get("url") or PAPER_URL.format(paper_id=paper_id),
         title=title,
@@ -72,4 +75,5 @@ def _result(record: dict[str, Any]) -> SerpResult | None:
         venue=record.get("venue") or journal.get("name") or None,
         abstract=record.get("abstract") or None,
         source_id=paper_id,
+        pdf_url=open_access.get("url") or None,
     )

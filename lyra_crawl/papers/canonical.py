@@ -64,8 +64,10 @@ __all__ = [
     "CanonicalPaperIndex",
     "PaperRecord",
     "RecordKind",
+    "identifier_keys",
     "is_generic_title",
     "normalize_title",
+    "title_block_keys",
 ]
 
 Attribution = Literal["both", "api_only", "serp_only"]
@@ -193,6 +195,18 @@ def is_generic_title(normalized: str) -> bool:
     return _GENERIC_TITLE.fullmatch(normalized) is not None
 
 
+def title_block_keys(normalized_title: str) -> list[str]:
+    """The blocking keys of a normalised title, as text: a title is compared only with titles
+    sharing one of them (the index's own blocking, for a store's index of stored titles)."""
+    word_keys, edge_keys = _block_keys(tuple(normalized_title.split()))
+    return [" ".join(key) for key in (*word_keys, *edge_keys)]
+
+
+def identifier_keys(record: PaperRecord) -> list[tuple[str, str]]:
+    """The record's identifiers as the index joins them: (doi|arxiv|pmid, normalised value)."""
+    return _identifier_keys(record)
+
+
 @dataclass(slots=True)
 class _Evidence:
     """What a group of merged records knows, for deciding title merges with other groups."""
@@ -279,6 +293,14 @@ class CanonicalPaperIndex:
     def add(self, record: PaperRecord) -> int:
         """Add one record and return the key of the canonical paper it belongs to."""
         return self._add(record, self._prepare(record, normalize_title(record.title)))
+
+    def add_group(self, records: Iterable[PaperRecord]) -> int:
+        """Add records already known to be one paper (a stored paper's) as one group, whatever
+        the rules say of them; the rules merge the group with other papers. Returns its key."""
+        keys = self.add_many(records)
+        for key in keys[1:]:
+            self._union(keys[0], key)
+        return self._find(keys[0])
 
     def add_many(self, records: Iterable[PaperRecord]) -> list[int]:
         """Add records in order (same result as repeated ``add``); return each one's final key.

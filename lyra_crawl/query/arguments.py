@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lyra_crawl.config import STRATEGIES, TIME_RANGES, LyraConfig
+from lyra_crawl.config import CITATION_DEPTHS, STRATEGIES, TIME_RANGES, LyraConfig
 from lyra_crawl.engines.request import QueryError, check_query, resolve_region, resolve_time_range
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 
@@ -36,6 +36,8 @@ KNOWN_ARGUMENTS = frozenset(
         "novelty_scope",
         "harvest_rate",
         "resume",
+        "citation_depth",
+        "citation_top_k",
     }
 )
 
@@ -64,6 +66,10 @@ class CrawlArguments:
     novelty_scope: str = "query"
     harvest_rate: float | None = None
     resume: bool = False
+    # The citation graph: how many steps out, from how many papers per step (engines.yaml
+    # `citations:` gives the defaults).
+    citation_depth: int = 0
+    citation_top_k: int = 1
 
 
 @dataclass(frozen=True)
@@ -223,6 +229,13 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
                 "-a harvest_rate=0.95"
             )
     resume = _one_of(str(raw.get("resume") or "false").lower(), ("true", "false"), "resume")
+    citations = config.citations
+    citation_depth = _whole_number(
+        raw.get("citation_depth", citations.depth), "citation_depth", *CITATION_DEPTHS
+    )
+    citation_top_k = _whole_number(
+        raw.get("citation_top_k", citations.top_k), "citation_top_k", 1, None
+    )
     return CrawlArguments(
         query=query,
         engine=engine,
@@ -238,6 +251,8 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         sources=sources,
         harvest_rate=harvest_rate,
         resume=resume == "true",
+        citation_depth=citation_depth,
+        citation_top_k=citation_top_k,
     )
 
 

@@ -102,6 +102,7 @@ def _row(report: QueryReport) -> str:
         escape(", ".join(f"{k}: {v}" for k, v in sorted(report.stop_reasons.items())) or "-"),
         rate(report.harvest_rate),
         " / ".join(str(n) for n in report.attribution.values()),
+        " / ".join(str(n) for n in report.evidence.values()),
     ]
     numeric = {0, 6, 7, 8, 10}
     return (
@@ -119,7 +120,8 @@ def query_sections(reports: Sequence[QueryReport], quota: Sequence[QuotaUse]) ->
     head = (
         "<tr><th class='n'>id</th><th>query</th><th>engine</th><th>sources</th><th>status</th>"
         "<th>pages</th><th class='n'>items</th><th class='n'>new</th><th class='n'>repeated</th>"
-        "<th>stop</th><th class='n'>harvest</th><th>both / api_only / serp_only</th></tr>"
+        "<th>stop</th><th class='n'>harvest</th><th>both / api_only / serp_only</th>"
+        "<th>abstract / fetch</th></tr>"
     )
     sections = []
     for report in reports:

@@ -2,15 +2,15 @@
 
 Per query: engine, sources, pages per source, items new vs repeated (repeated = a normalized URL
 an earlier crawl of the same normalized query already stored), stop reasons, harvest rate,
-paper attribution counts, and the engine's quota use today. report_html.py draws the same
-figures as one HTML page.
+paper attribution counts, its papers' evidence (read from the abstract, or to fetch and why),
+and the engine's quota use today. report_html.py draws the same figures as one HTML page.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
 from lyra_crawl.backends import Backends
@@ -19,6 +19,7 @@ from lyra_crawl.backends.records import StoredPage, StoredQuery
 from lyra_crawl.config import LyraConfig, load_config
 
 ATTRIBUTIONS = ("both", "api_only", "serp_only")
+EVIDENCE_KINDS = ("abstract", "fetch")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,9 @@ class QueryReport(StoredQuery):
 
     repeated: int
     pages: list[PageFigures]
+    # The query's papers by evidence (abstract, fetch), and those to fetch by reason.
+    evidence: Mapping[str, int] = field(default_factory=dict)
+    fetch_reasons: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def query_id(self) -> int:
@@ -72,8 +76,15 @@ async def query_report(store: ResultStore, query_id: int) -> QueryReport | None:
         return None
     counts = await store.attribution_counts(query_id)
     pages = [PageFigures.of(page) for page in await store.pages(query_id)]
+    papers = await store.papers_of(query_id)
     counted = {
         "attribution": {name: counts.get(name, 0) for name in ATTRIBUTIONS},
+        "evidence": {
+            kind: sum(paper.evidence == kind for paper in papers) for kind in EVIDENCE_KINDS
+        },
+        "fetch_reasons": dict(
+            Counter(paper.evidence_reason for paper in papers if paper.evidence == "fetch")
+        ),
         # Counted from the stored pages: an interrupted crawl never wrote its row's totals.
         "items": sum(page.items_stored for page in pages),
         "repeated": await store.repeated_url_count(query_id),
@@ -130,8 +141,16 @@ def query_lines(report: QueryReport, quota: Sequence[QuotaUse]) -> list[str]:
         f"  stop {stop or '-'}, harvest {rate(report.harvest_rate)}",
         "  attribution "
         + ", ".join(f"{name} {count}" for name, count in report.attribution.items()),
+        f"  evidence {evidence_text(report)}",
         f"  quota today: {quota_text(by_engine.get(report.engine), report.engine)}",
     ]
+
+
+def evidence_text(report: QueryReport) -> str:
+    """'abstract 40, fetch 12 (no abstract 9, abstract shorter than 200 chars 3)'."""
+    counts = ", ".join(f"{kind} {count}" for kind, count in report.evidence.items())
+    reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(report.fetch_reasons.items()))
+    return counts + (f" ({reasons})" if reasons else "")
 
 
 def page_lines(report: QueryReport) -> list[str]:

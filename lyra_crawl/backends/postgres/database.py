@@ -10,15 +10,17 @@ clocks say; timestamptz values are read back as the text records carry (rows.ins
 
 Opening connects once directly (an unreachable server is then one clear error, not a pool
 timeout), applies the schema version under an advisory lock so several nodes opening at once
-do not race, marks this host's `running` queries whose process is gone as interrupted, then
-opens the pool. Connection failures, at open or later, are BackendErrors naming the URL
-without its password and the fix; constraint failures stay psycopg.IntegrityError.
+do not race (an empty database gets schema.sql; an older version is upgraded step by step:
+upgrade_<version>.sql, then that version's Python step; a newer one is refused), marks this
+host's `running` queries whose process is gone as interrupted, then opens the pool. Connection
+failures, at open or later, are BackendErrors naming the URL without its password and the fix;
+constraint failures stay psycopg.IntegrityError.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any, TypeVar
@@ -27,15 +29,21 @@ from urllib.parse import urlsplit
 import psycopg
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.datetime import TimestamptzLoader
+from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from lyra_crawl.backends import redact_url
+from lyra_crawl.backends.paper_saving import (
+    PAPER_JSON_COLUMNS,
+    UPGRADED_COLUMNS,
+    upgrade_to_index,
+)
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.rows import instant, process_alive
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 4
 # pg_advisory_xact_lock key of the schema's application: "lyra" in ASCII.
 SCHEMA_LOCK = 0x6C797261
 CONNECT_TIMEOUT_S = 10
@@ -147,25 +155,64 @@ class PostgresDatabase:
         return text[:1].lower() + text[1:]
 
     async def _apply_schema(self, conn: Connection) -> None:
-        """Create the tables of SCHEMA_VERSION in an empty database; refuse another version."""
+        """Create the tables of SCHEMA_VERSION in an empty database, upgrade an older version
+        to it; refuse a newer one."""
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             found = await (await conn.execute("SELECT to_regclass('schema_version')")).fetchone()
             if found is None or found[0] is None:
-                schema = resources.files(__package__).joinpath("schema.sql").read_text("utf-8")
-                await conn.execute(schema)
+                await conn.execute(_sql("schema.sql"))
                 await conn.execute(
                     "INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
                 )
                 return
             row = await (await conn.execute("SELECT MAX(version) FROM schema_version")).fetchone()
             version = None if row is None else row[0]
-            if version != SCHEMA_VERSION:
+            if isinstance(version, int) and version < SCHEMA_VERSION:
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    await conn.execute(_sql(f"upgrade_{step}.sql"))
+                    if step in _UPGRADE_STEPS:
+                        await _UPGRADE_STEPS[step](conn)
+                await conn.execute("UPDATE schema_version SET version = %s", (SCHEMA_VERSION,))
+            elif version != SCHEMA_VERSION:
                 raise BackendError(
                     f"{SETTING} {self.url} holds lyra schema version {version}, this lyra_crawl "
                     f"knows version {SCHEMA_VERSION}: use the lyra_crawl release that made it, "
                     "or another database"
                 )
+
+
+def _sql(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text("utf-8")
+
+
+async def _index_stored_papers(conn: Connection) -> None:
+    """Version 2: papers stored before the paper index get its blocks, the records kept
+    for matching and their evidence."""
+    cursor = conn.cursor(row_factory=dict_row)
+    await cursor.execute("SELECT * FROM papers")
+    upgrade = upgrade_to_index(await cursor.fetchall())
+    await cursor.executemany(
+        "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s)", upgrade.blocks
+    )
+    await cursor.executemany(
+        f"UPDATE papers SET {', '.join(f'{c} = %s' for c in UPGRADED_COLUMNS)} WHERE id = %s",
+        [
+            (
+                *(
+                    Jsonb(values[c]) if c in PAPER_JSON_COLUMNS else values[c]
+                    for c in UPGRADED_COLUMNS
+                ),
+                paper_id,
+            )
+            for paper_id, values in upgrade.rows
+        ],
+    )
+
+
+# What a version needs beyond its upgrade_<version>.sql, run after it (version 3, the citation
+# graph, and version 4, the papers spider's landing pages, need nothing more).
+_UPGRADE_STEPS: dict[int, Callable[[Connection], Awaitable[None]]] = {2: _index_stored_papers}
 
 
 async def _mark_dead_crawls_interrupted(conn: Connection) -> None:

@@ -13,13 +13,20 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from lyra_crawl.backends import rows
+from lyra_crawl.backends import citation_saving, paper_saving, rows
+from lyra_crawl.backends.paper_saving import (
+    PAPER_COLUMNS,
+    PAPER_JSON_COLUMNS,
+    TITLE_COLUMNS,
+    PaperWrite,
+)
 from lyra_crawl.backends.postgres.database import Connection, PostgresDatabase
 from lyra_crawl.backends.records import (
     RESUMABLE_STATUSES,
@@ -27,6 +34,8 @@ from lyra_crawl.backends.records import (
     BatchProgress,
     BatchRecord,
     BlockCount,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EntrySpec,
     Intervention,
@@ -44,16 +53,33 @@ from lyra_crawl.backends.records import (
 )
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper
+from lyra_crawl.papers.paper_index import block_entries
 
 # pg_advisory_xact_lock key of paper upserts: "papr" in ASCII.
 PAPERS_LOCK = 0x70617072
 
+_PAPER_INSERT = (
+    f"INSERT INTO papers (id, {', '.join(PAPER_COLUMNS)}, created_at, updated_at)"
+    f" VALUES (%s, {', '.join('%s' for _ in PAPER_COLUMNS)}, now(), now())"
+)
+_PAPER_UPDATE = (
+    f"UPDATE papers SET {', '.join(f'{column} = %s' for column in PAPER_COLUMNS)},"
+    " updated_at = now() WHERE id = %s"
+)
 _ITEM_INSERT = (
     f"INSERT INTO serp_items ({', '.join(rows.ITEM_INSERT_COLUMNS)}, fetched_at)"
     f" VALUES ({', '.join('%s' for _ in rows.ITEM_INSERT_COLUMNS)}, now())"
     # Only a URL already stored for the query is skipped (a resumed crawl); any other
     # constraint (a missing page number, title) fails the whole page.
     " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+_FETCH_UPSERT = (
+    f"INSERT INTO citation_fetches ({', '.join(rows.CITATION_FETCH_COLUMNS)}, fetched_at)"
+    f" SELECT {', '.join('%s' for _ in rows.CITATION_FETCH_COLUMNS)}, now()"
+    " WHERE EXISTS (SELECT 1 FROM papers WHERE id = %s)"
+    " ON CONFLICT (query_id, paper_id, source, relation) DO UPDATE SET"
+    " links = citation_fetches.links + excluded.links, status = excluded.status,"
+    " detail = excluded.detail, fetched_at = excluded.fetched_at"
 )
 
 
@@ -333,19 +359,25 @@ class PostgresStore:
         papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
         fused_ranks: Mapping[str, int],
         attribution: Mapping[str, int],
+        *,
+        min_abstract_chars: int,
     ) -> None:
         async with self._db.transaction() as conn:
-            # A paper is found by any of its identifiers, not one unique key: paper upserts run
-            # one at a time across every node, as SQLite's write lock makes them.
+            # The paper index is read and then written: paper saves run one at a time across
+            # every node, as SQLite's write lock makes them.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
+            save = paper_saving.PapersSave(papers, min_abstract_chars=min_abstract_chars)
+            blocks, _, writes = await _matched(conn, save)
+            paper_ids = await _written(conn, blocks, writes)
             cursor = conn.cursor()
-            for paper, urls in papers:
-                paper_id = await _upsert_paper(conn, paper)
-                await cursor.executemany(
-                    "UPDATE serp_items SET paper_id = %s"
-                    " WHERE query_id = %s AND normalized_url = %s",
-                    [(paper_id, query_id, url) for url in urls],
-                )
+            await cursor.executemany(
+                "UPDATE serp_items SET paper_id = %s WHERE query_id = %s AND normalized_url = %s",
+                [
+                    (paper_id, query_id, url)
+                    for paper_id, write in zip(paper_ids, writes, strict=True)
+                    for url in write.urls
+                ],
+            )
             await cursor.executemany(
                 "UPDATE serp_items SET fused_rank = %s WHERE query_id = %s AND normalized_url = %s",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
@@ -389,30 +421,95 @@ class PostgresStore:
             )
         return {attribution: count for attribution, count in found}
 
+    # -- the citation graph ----------------------------------------------------------------
+
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper, rows.postgres(rows.CITATION_SEEDS), (query_id, limit)
+        )
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
+    ) -> int:
+        async with self._db.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
+            save = paper_saving.PapersSave(
+                citation_saving.marked(papers), min_abstract_chars=min_abstract_chars
+            )
+            blocks, stored, writes = await _matched(conn, save)
+            citation_saving.keep_attributions(writes, stored)
+            paper_ids = await _written(conn, blocks, writes)
+            fetched = replace(
+                fetch, paper_id=citation_saving.row_now(fetch.paper_id, writes, paper_ids)
+            )
+            if not await _fetch(conn, "SELECT 1 FROM papers WHERE id = %s", (fetched.paper_id,)):
+                return 0  # merged into another row by another save since it was asked for
+            added = 0
+            for citing, cited in citation_saving.edges(
+                fetched, citation_saving.rows_of_papers(writes, paper_ids)
+            ):
+                cursor = await conn.execute(
+                    "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+                    " VALUES (%s, %s, %s, now()) ON CONFLICT DO NOTHING",
+                    (citing, cited, fetch.source),
+                )
+                added += cursor.rowcount
+            await _upsert_fetches(conn, [fetched])
+            return added
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        async with self._db.transaction() as conn:
+            await _upsert_fetches(conn, fetches)
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
+        return await self._db.select(
+            rows.citation_fetch,
+            "SELECT * FROM citation_fetches WHERE query_id = %s"
+            " ORDER BY level, paper_id, source, relation",
+            (query_id,),
+        )
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper,
+            rows.postgres(rows.CITATION_FRONTIER),
+            (query_id, level, query_id, level, query_id, limit),
+        )
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        async with self._db.transaction() as conn:
+            edges = await _dicts(conn, rows.postgres(rows.TASK_CITATION_EDGES), (task_id,) * 2)
+            papers = await _dicts(conn, rows.postgres(rows.TASK_CITATION_PAPERS), (task_id,) * 2)
+        return rows.citation_graph(papers, edges)
+
     # -- landing pages (the papers spider) -------------------------------------------------
 
     async def papers_to_read(
         self, *, task_id: str | None = None, query_id: int | None = None
     ) -> list[PaperToRead]:
         return await self._db.select(
-            rows.paper_to_read, rows.papers_to_read_sql("%s"), (task_id, query_id)
+            rows.paper_to_read, rows.postgres(rows.PAPERS_TO_READ), (task_id, query_id)
         )
 
     async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
         async with self._db.transaction() as conn:
+            # The server's clock, as for every timestamp in PostgreSQL.
+            now = await _one(conn, "SELECT now()")
             await conn.execute(
-                rows.landing_page_upsert_sql("%s", "now()"), rows.landing_page_values(page)
+                rows.postgres(rows.LANDING_PAGE_UPSERT), (*rows.landing_page_values(page), now)
             )
             if abstract is not None:
                 await conn.execute(
-                    rows.paper_from_landing_sql("%s", "now()"), (abstract, page.paper_id)
+                    rows.postgres(rows.PAPER_FROM_LANDING), (abstract, now, page.paper_id)
                 )
 
     async def landing_pages(
         self, *, task_id: str | None = None, query_id: int | None = None
     ) -> list[LandingPage]:
         return await self._db.select(
-            rows.landing_page, rows.landing_pages_sql("%s"), (task_id, query_id)
+            rows.landing_page, rows.postgres(rows.LANDING_PAGES), (task_id, query_id)
         )
 
     # -- search-level cache ----------------------------------------------------------------
@@ -719,65 +816,145 @@ async def _expire_dead_leases(conn: Connection, batch_id: int) -> None:
         )
 
 
-async def _upsert_paper(conn: Connection, paper: CanonicalPaper) -> int:
-    """The id of the stored paper sharing an identifier with `paper`, updated; else new."""
-    row = None
-    for column in ("doi", "arxiv_id", "pmid"):
-        value = getattr(paper, column)
-        if value:
-            found = await _dicts(
-                conn, f"SELECT * FROM papers WHERE {column} = %s ORDER BY id LIMIT 1", (value,)
-            )
-            if found:
-                row = found[0]
-                break
-    if row is None:
-        return int(
-            await _one(
-                conn,
-                "INSERT INTO papers (doi, arxiv_id, pmid, title, normalized_title, year, authors,"
-                " venue, abstract, external_ids, attribution, sources, created_at, updated_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now(), now())"
-                " RETURNING id",
-                (
-                    paper.doi,
-                    paper.arxiv_id,
-                    paper.pmid,
-                    paper.title,
-                    paper.normalized_title,
-                    paper.year,
-                    Jsonb(list(paper.authors)),
-                    paper.venue,
-                    paper.abstract,
-                    Jsonb(rows.external_ids(paper)),
-                    paper.attribution,
-                    Jsonb(sorted(paper.sources)),
-                ),
-            )
-        )
-    external, sources, attribution = rows.merged_paper_lists(row, paper)
-    await conn.execute(
-        "UPDATE papers SET arxiv_id = COALESCE(arxiv_id, %(arxiv_id)s),"
-        " pmid = COALESCE(pmid, %(pmid)s), doi = COALESCE(doi, %(doi)s),"
-        " year = COALESCE(year, %(year)s), venue = COALESCE(venue, %(venue)s),"
-        " abstract = CASE WHEN length(COALESCE(abstract, ''))"
-        "   >= length(COALESCE(%(abstract)s::text, '')) THEN abstract ELSE %(abstract)s END,"
-        " authors = CASE WHEN authors IS NULL OR authors = '[]'::jsonb THEN %(authors)s"
-        "   ELSE authors END,"
-        " external_ids = %(external)s, sources = %(sources)s, attribution = %(attribution)s,"
-        " updated_at = now() WHERE id = %(id)s",
-        {
-            "arxiv_id": paper.arxiv_id,
-            "pmid": paper.pmid,
-            "doi": paper.doi,
-            "year": paper.year,
-            "venue": paper.venue,
-            "abstract": paper.abstract,
-            "authors": Jsonb(list(paper.authors)),
-            "external": Jsonb(external),
-            "sources": Jsonb(sources),
-            "attribution": attribution,
-            "id": row["id"],
-        },
+async def _upsert_fetches(conn: Connection, fetches: Sequence[CitationFetch]) -> None:
+    """Each fetch's row: created, or its links added to and its status and detail set. A fetch
+    whose paper was merged into another row meanwhile is left out."""
+    await conn.cursor().executemany(
+        _FETCH_UPSERT,
+        [(*rows.citation_fetch_values(fetch), fetch.paper_id) for fetch in fetches],
     )
-    return int(row["id"])
+
+
+async def _blocks(conn: Connection, keys: Sequence[str]) -> dict[str, list[int]]:
+    """The stored blocks of `keys` (a key no paper has is absent)."""
+    blocks: dict[str, list[int]] = {}
+    for key, paper_id in await _fetch(
+        conn,
+        "SELECT block_key, paper_id FROM paper_blocks WHERE block_key = ANY(%s)",
+        (list(keys),),
+    ):
+        blocks.setdefault(key, []).append(paper_id)
+    return blocks
+
+
+async def _papers(conn: Connection, columns: Sequence[str], ids: Sequence[int]):
+    return await _dicts(
+        conn, f"SELECT {', '.join(columns)} FROM papers WHERE id = ANY(%s)", (list(ids),)
+    )
+
+
+async def _matched(
+    conn: Connection, save: paper_saving.PapersSave
+) -> tuple[dict[str, list[int]], list[Any], list[PaperWrite]]:
+    """The blocks a save reads, the stored rows it reads whole, and its writes."""
+    blocks = await _blocks(conn, save.block_keys)
+    titled = await _papers(conn, TITLE_COLUMNS, save.candidate_ids(blocks))
+    stored = await _papers(conn, ("*",), save.close_ids(blocks, titled))
+    return blocks, stored, save.writes(blocks, stored)
+
+
+async def _written(
+    conn: Connection, blocks: dict[str, list[int]], writes: Sequence[PaperWrite]
+) -> list[int]:
+    """Run a save's writes and its block memberships; each write's row id."""
+    paper_ids = await _write_papers(conn, writes)
+    await conn.cursor().executemany(
+        "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        block_entries(
+            blocks,
+            (
+                (paper_id, write.block_keys)
+                for paper_id, write in zip(paper_ids, writes, strict=True)
+            ),
+        ),
+    )
+    return paper_ids
+
+
+async def _write_papers(conn: Connection, writes: Sequence[PaperWrite]) -> list[int]:
+    """Run a save's writes: rows merged into another have their items, block memberships,
+    citations and landing pages moved and are deleted, stored rows updated, new ones inserted.
+    Returns each write's row id."""
+    for write in writes:
+        if write.absorbed:
+            for statement in (
+                "UPDATE serp_items SET paper_id = %s WHERE paper_id = ANY(%s)",
+                # A block holding both keeps the kept row once.
+                "INSERT INTO paper_blocks (block_key, paper_id) SELECT block_key, %s"
+                " FROM paper_blocks WHERE paper_id = ANY(%s) ON CONFLICT DO NOTHING",
+                # A landing page asked for both keeps the kept row's answer.
+                "INSERT INTO landing_pages (paper_id, url, outcome, detail, http_status,"
+                " metadata_field, attempts, fetched_at) SELECT %s, url, outcome, detail,"
+                " http_status, metadata_field, attempts, fetched_at FROM landing_pages"
+                " WHERE paper_id = ANY(%s) ON CONFLICT DO NOTHING",
+            ):
+                await conn.execute(statement, (write.row_id, write.absorbed))
+            await _move_citations(conn, write.row_id, write.absorbed)
+            for table, column in (
+                ("paper_blocks", "paper_id"),
+                ("landing_pages", "paper_id"),
+                ("papers", "id"),
+            ):
+                await conn.execute(
+                    f"DELETE FROM {table} WHERE {column} = ANY(%s)", (write.absorbed,)
+                )
+    cursor = conn.cursor()
+    await cursor.executemany(
+        _PAPER_UPDATE, [[*_paper_values(w), w.row_id] for w in writes if w.row_id is not None]
+    )
+    new = [w for w in writes if w.row_id is None]
+    # Ids from the identity's sequence, taken in one go: the new rows are then one insert.
+    new_ids = iter(
+        row[0]
+        for row in await _fetch(
+            conn,
+            "SELECT nextval(pg_get_serial_sequence('papers', 'id')) FROM generate_series(1, %s)",
+            (len(new),),
+        )
+    )
+    paper_ids = [w.row_id if w.row_id is not None else next(new_ids) for w in writes]
+    await cursor.executemany(
+        _PAPER_INSERT,
+        [
+            [paper_id, *_paper_values(w)]
+            for paper_id, w in zip(paper_ids, writes, strict=True)
+            if w.row_id is None
+        ],
+    )
+    return paper_ids
+
+
+async def _move_citations(conn: Connection, kept: int | None, gone: list[int]) -> None:
+    """The edges and fetched lists of rows merged into `kept` (`gone`) move to it; what it
+    already has, and an edge to itself, go."""
+    values = {"kept": kept, "gone": gone}
+    await conn.execute(
+        "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+        " SELECT CASE WHEN citing_paper_id = ANY(%(gone)s) THEN %(kept)s ELSE citing_paper_id"
+        " END, CASE WHEN cited_paper_id = ANY(%(gone)s) THEN %(kept)s ELSE cited_paper_id END,"
+        " source, fetched_at FROM citations"
+        " WHERE citing_paper_id = ANY(%(gone)s) OR cited_paper_id = ANY(%(gone)s)"
+        " ON CONFLICT DO NOTHING",
+        values,
+    )
+    await conn.execute(
+        "DELETE FROM citations WHERE citing_paper_id = ANY(%(gone)s)"
+        " OR cited_paper_id = ANY(%(gone)s)"
+        " OR (citing_paper_id = %(kept)s AND cited_paper_id = %(kept)s)",
+        values,
+    )
+    columns = ", ".join(rows.CITATION_FETCH_COLUMNS)
+    await conn.execute(
+        f"INSERT INTO citation_fetches ({columns}, fetched_at)"
+        f" SELECT {columns.replace('paper_id', '%(kept)s')}, fetched_at FROM citation_fetches"
+        " WHERE paper_id = ANY(%(gone)s) ON CONFLICT DO NOTHING",
+        values,
+    )
+    await conn.execute("DELETE FROM citation_fetches WHERE paper_id = ANY(%(gone)s)", values)
+
+
+def _paper_values(write: PaperWrite) -> list[Any]:
+    return [
+        Jsonb(write.values[column]) if column in PAPER_JSON_COLUMNS else write.values[column]
+        for column in PAPER_COLUMNS
+    ]

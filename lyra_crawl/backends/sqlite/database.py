@@ -7,12 +7,16 @@ Writers take the write lock up front (BEGIN IMMEDIATE) so two processes never de
 upgrading read locks, and WAL lets readers go on while one writes. Several crawl processes
 (Scrapyd jobs) share one file.
 
-Opening applies schema.sql (tables, indexes, and columns added since an older file was made)
-and marks `running` queries whose process is gone as interrupted.
+Opening applies schema.sql (tables, indexes, and columns added since an older file was made),
+then what each newer schema version needs beyond them (`_UPGRADE_STEPS`; version 3: the paper
+index's blocks, the records kept for matching and every paper's evidence; version 4, the
+citation graph's tables, nothing more), and marks `running` queries whose process is gone as
+interrupted.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -20,13 +24,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lyra_crawl.backends.paper_saving import (
+    PAPER_JSON_COLUMNS,
+    UPGRADED_COLUMNS,
+    upgrade_to_index,
+)
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.rows import process_alive, utc_now
 from lyra_crawl.backends.sqlite.worker import WorkerThread
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 5
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 WORKER_THREAD = "lyra-sqlite"
 
@@ -147,8 +156,14 @@ class SqliteDatabase:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         conn.executescript(schema)
         with self._transaction():
-            if conn.execute("SELECT COUNT(*) FROM schema_version").fetchone()[0] == 0:
+            version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
+            if version is None:
                 conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+            elif version < SCHEMA_VERSION:
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    if step in _UPGRADE_STEPS:
+                        _UPGRADE_STEPS[step](conn)
+                conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
     def _mark_dead_crawls_interrupted(self, conn: sqlite3.Connection) -> None:
         """Mark `running` queries whose process is gone (killed, crashed) as interrupted."""
@@ -163,6 +178,35 @@ class SqliteDatabase:
                     " WHERE id = ? AND status = 'running'",
                     [(utc_now(), query_id) for query_id in dead],
                 )
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Version 3: papers stored before the paper index get its blocks, the records kept
+    for matching and their evidence."""
+    upgrade = upgrade_to_index(conn.execute("SELECT * FROM papers"))
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
+        upgrade.blocks,
+    )
+    conn.executemany(
+        f"UPDATE papers SET {', '.join(f'{c} = ?' for c in UPGRADED_COLUMNS)} WHERE id = ?",
+        [
+            (
+                *(
+                    json.dumps(values[c]) if c in PAPER_JSON_COLUMNS else values[c]
+                    for c in UPGRADED_COLUMNS
+                ),
+                paper_id,
+            )
+            for paper_id, values in upgrade.rows
+        ],
+    )
+
+
+# What a version needs beyond the tables and columns the schema script adds, run in order
+# (version 4, the citation graph, and version 5, the papers spider's landing pages, need
+# nothing more).
+_UPGRADE_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _upgrade}
 
 
 def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str, str]]:

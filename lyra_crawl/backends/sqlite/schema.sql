@@ -1,5 +1,6 @@
 -- lyra_crawl's SQLite schema (lyra_crawl.backends.sqlite). Table names are fixed by DESIGN.md; columns may grow.
--- Applied idempotently on every open; `schema_version` records what a file was created with.
+-- Applied idempotently on every open; `schema_version` records the version the file was brought to
+-- (lyra_crawl.backends.sqlite.database: what a version needs beyond new tables and columns).
 
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INTEGER NOT NULL
@@ -79,6 +80,7 @@ CREATE TABLE IF NOT EXISTS serp_items (
     venue           TEXT,
     abstract        TEXT,
     source_id       TEXT,
+    pdf_url         TEXT,
     relevance       REAL,
     fused_rank      INTEGER,
     paper_id        INTEGER REFERENCES papers (id),
@@ -87,8 +89,9 @@ CREATE TABLE IF NOT EXISTS serp_items (
 );
 CREATE INDEX IF NOT EXISTS serp_items_normalized_url ON serp_items (normalized_url);
 CREATE INDEX IF NOT EXISTS serp_items_doi ON serp_items (doi);
+CREATE INDEX IF NOT EXISTS serp_items_paper ON serp_items (paper_id);
 
--- Canonical paper records.
+-- Canonical paper records: one row per paper across every query (backends.paper_saving).
 CREATE TABLE IF NOT EXISTS papers (
     id               INTEGER PRIMARY KEY,
     doi              TEXT UNIQUE,
@@ -96,6 +99,8 @@ CREATE TABLE IF NOT EXISTS papers (
     pmid             TEXT,
     title            TEXT NOT NULL,
     normalized_title TEXT NOT NULL,
+    match_records    TEXT,          -- JSON list: what the merge rules read of its records
+    match_titles     TEXT,          -- their titles, compact (normalised, no spaces), one a line
     year             INTEGER,
     authors          TEXT,          -- JSON list
     venue            TEXT,
@@ -103,11 +108,52 @@ CREATE TABLE IF NOT EXISTS papers (
     external_ids     TEXT,          -- JSON: {source: id}
     attribution      TEXT,          -- both | api_only | serp_only
     sources          TEXT,          -- JSON list
+    fetch_urls       TEXT,          -- JSON: {pdf|landing|arxiv|doi|pubmed|result: url}
+    evidence         TEXT,          -- abstract | fetch
+    fetch_url        TEXT,          -- the best of fetch_urls, when evidence = fetch
+    evidence_reason  TEXT,          -- why it must be fetched ("no abstract", ...)
     created_at       TEXT NOT NULL,
     updated_at       TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS papers_arxiv ON papers (arxiv_id);
 CREATE INDEX IF NOT EXISTS papers_pmid ON papers (pmid);
+
+-- The paper index's blocks (lyra_crawl.papers.paper_index): a paper is compared with the papers
+-- sharing a block key with it, an identifier ("doi:10.1/x") or a key of a title. A block stops
+-- growing at 32 papers.
+CREATE TABLE IF NOT EXISTS paper_blocks (
+    block_key    TEXT NOT NULL,
+    paper_id     INTEGER NOT NULL REFERENCES papers (id),
+    PRIMARY KEY (block_key, paper_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS paper_blocks_paper ON paper_blocks (paper_id);
+
+-- The citation graph: `citing_paper_id` cites `cited_paper_id`, as `source` (an API) lists it
+-- (lyra_crawl.session.citations). One row per pair and source; never from a paper to itself.
+CREATE TABLE IF NOT EXISTS citations (
+    citing_paper_id  INTEGER NOT NULL REFERENCES papers (id),
+    cited_paper_id   INTEGER NOT NULL REFERENCES papers (id),
+    source           TEXT NOT NULL,
+    fetched_at       TEXT NOT NULL,
+    UNIQUE (citing_paper_id, cited_paper_id, source)
+);
+CREATE INDEX IF NOT EXISTS citations_cited ON citations (cited_paper_id);
+
+-- Each list a query fetched of a paper: its references or its citations at one source, the
+-- level it was fetched at (1: the query's papers; 2: the papers those reached) and how it ended.
+CREATE TABLE IF NOT EXISTS citation_fetches (
+    query_id     INTEGER NOT NULL REFERENCES queries (id),
+    paper_id     INTEGER NOT NULL REFERENCES papers (id),
+    source       TEXT NOT NULL,
+    relation     TEXT NOT NULL,                 -- references | citations
+    level        INTEGER NOT NULL,
+    status       TEXT NOT NULL,                 -- running | done | quota | blocked | error | …
+    links        INTEGER NOT NULL DEFAULT 0,    -- papers read at the other end
+    detail       TEXT NOT NULL DEFAULT '',
+    fetched_at   TEXT NOT NULL,
+    PRIMARY KEY (query_id, paper_id, source, relation)
+);
+CREATE INDEX IF NOT EXISTS citation_fetches_paper ON citation_fetches (paper_id);
 
 -- Papers' landing pages the papers spider asked for: one row per paper and URL, with what the
 -- last request gave (lyra_crawl.papers.landing.LandingOutcome).

@@ -12,15 +12,24 @@ import socket
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from lyra_crawl.backends import rows
+from lyra_crawl.backends import citation_saving, paper_saving, rows
+from lyra_crawl.backends.paper_saving import (
+    PAPER_COLUMNS,
+    PAPER_JSON_COLUMNS,
+    TITLE_COLUMNS,
+    PaperWrite,
+)
 from lyra_crawl.backends.records import (
     RESUMABLE_STATUSES,
     BatchEntry,
     BatchProgress,
     BatchRecord,
     BlockCount,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EntrySpec,
     Intervention,
@@ -40,13 +49,30 @@ from lyra_crawl.backends.rows import instant, utc_now
 from lyra_crawl.backends.sqlite.database import SqliteBackend
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper
+from lyra_crawl.papers.paper_index import block_entries
 
+_PAPER_INSERT = (
+    f"INSERT INTO papers (id, {', '.join(PAPER_COLUMNS)}, created_at, updated_at)"
+    f" VALUES (?, {', '.join('?' for _ in PAPER_COLUMNS)}, ?, ?)"
+)
+_PAPER_UPDATE = (
+    f"UPDATE papers SET {', '.join(f'{column} = ?' for column in PAPER_COLUMNS)}, updated_at = ?"
+    " WHERE id = ?"
+)
 _ITEM_INSERT = (
     f"INSERT INTO serp_items ({', '.join(rows.ITEM_INSERT_COLUMNS)}, fetched_at)"
     f" VALUES ({', '.join('?' for _ in rows.ITEM_INSERT_COLUMNS)}, ?)"
     # Only a URL already stored for the query is skipped (a resumed crawl); any other
     # constraint (a missing page number, title) fails the whole page.
     " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+_FETCH_UPSERT = (
+    f"INSERT INTO citation_fetches ({', '.join(rows.CITATION_FETCH_COLUMNS)}, fetched_at)"
+    f" SELECT {', '.join('?' for _ in rows.CITATION_FETCH_COLUMNS)}, ?"
+    " WHERE EXISTS (SELECT 1 FROM papers WHERE id = ?)"
+    " ON CONFLICT (query_id, paper_id, source, relation) DO UPDATE SET"
+    " links = citation_fetches.links + excluded.links, status = excluded.status,"
+    " detail = excluded.detail, fetched_at = excluded.fetched_at"
 )
 
 
@@ -308,16 +334,23 @@ class SqliteStore(SqliteBackend):
         papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
         fused_ranks: Mapping[str, int],
         attribution: Mapping[str, int],
+        *,
+        min_abstract_chars: int,
     ) -> None:
         now = utc_now()
 
         def save(conn: sqlite3.Connection) -> None:
-            for paper, urls in papers:
-                paper_id = _upsert_paper(conn, paper, now)
-                conn.executemany(
-                    "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
-                    [(paper_id, query_id, url) for url in urls],
-                )
+            save = paper_saving.PapersSave(papers, min_abstract_chars=min_abstract_chars)
+            blocks, _, writes = _matched(conn, save)
+            paper_ids = _written(conn, blocks, writes, now)
+            conn.executemany(
+                "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
+                [
+                    (paper_id, query_id, url)
+                    for paper_id, write in zip(paper_ids, writes, strict=True)
+                    for url in write.urls
+                ],
+            )
             conn.executemany(
                 "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
@@ -367,33 +400,95 @@ class SqliteStore(SqliteBackend):
             }
         )
 
+    # -- the citation graph ----------------------------------------------------------------
+
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        return await self._db.select(rows.stored_paper, rows.CITATION_SEEDS, (query_id, limit))
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
+    ) -> int:
+        now = utc_now()
+
+        def store(conn: sqlite3.Connection) -> int:
+            save = paper_saving.PapersSave(
+                citation_saving.marked(papers), min_abstract_chars=min_abstract_chars
+            )
+            blocks, stored, writes = _matched(conn, save)
+            citation_saving.keep_attributions(writes, stored)
+            paper_ids = _written(conn, blocks, writes, now)
+            fetched = replace(
+                fetch, paper_id=citation_saving.row_now(fetch.paper_id, writes, paper_ids)
+            )
+            if not _paper_exists(conn, fetched.paper_id):
+                return 0  # merged into another row by another save since it was asked for
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [
+                    (*pair, fetch.source, now)
+                    for pair in citation_saving.edges(
+                        fetched, citation_saving.rows_of_papers(writes, paper_ids)
+                    )
+                ],
+            )
+            added = conn.total_changes - before
+            _upsert_fetches(conn, [fetched], now)
+            return added
+
+        return await self._db.write(store)
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        now = utc_now()
+        await self._db.write(lambda conn: _upsert_fetches(conn, fetches, now))
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
+        return await self._db.select(
+            rows.citation_fetch,
+            "SELECT * FROM citation_fetches WHERE query_id = ?"
+            " ORDER BY level, paper_id, source, relation",
+            (query_id,),
+        )
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper,
+            rows.CITATION_FRONTIER,
+            (query_id, level, query_id, level, query_id, limit),
+        )
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        def read(conn: sqlite3.Connection) -> CitationGraph:
+            edges = conn.execute(rows.TASK_CITATION_EDGES, (task_id, task_id))
+            papers = conn.execute(rows.TASK_CITATION_PAPERS, (task_id, task_id))
+            return rows.citation_graph(papers, edges)
+
+        return await self._db.read(read)
+
     # -- landing pages (the papers spider) -------------------------------------------------
 
     async def papers_to_read(
         self, *, task_id: str | None = None, query_id: int | None = None
     ) -> list[PaperToRead]:
-        return await self._db.select(
-            rows.paper_to_read, rows.papers_to_read_sql("?"), (task_id, query_id)
-        )
+        return await self._db.select(rows.paper_to_read, rows.PAPERS_TO_READ, (task_id, query_id))
 
     async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
         now = utc_now()
 
         def record(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                rows.landing_page_upsert_sql("?", "?"), (*rows.landing_page_values(page), now)
-            )
+            conn.execute(rows.LANDING_PAGE_UPSERT, (*rows.landing_page_values(page), now))
             if abstract is not None:
-                conn.execute(rows.paper_from_landing_sql("?", "?"), (abstract, now, page.paper_id))
+                conn.execute(rows.PAPER_FROM_LANDING, (abstract, now, page.paper_id))
 
         await self._db.write(record)
 
     async def landing_pages(
         self, *, task_id: str | None = None, query_id: int | None = None
     ) -> list[LandingPage]:
-        return await self._db.select(
-            rows.landing_page, rows.landing_pages_sql("?"), (task_id, query_id)
-        )
+        return await self._db.select(rows.landing_page, rows.LANDING_PAGES, (task_id, query_id))
 
     # -- search-level cache ----------------------------------------------------------------
 
@@ -704,60 +799,150 @@ def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
     )
 
 
-def _upsert_paper(conn: sqlite3.Connection, paper: CanonicalPaper, now: str) -> int:
-    """The id of the stored paper sharing an identifier with `paper`, updated; else new."""
-    row = None
-    for column in ("doi", "arxiv_id", "pmid"):
-        value = getattr(paper, column)
-        if value:
-            row = conn.execute(f"SELECT * FROM papers WHERE {column} = ?", (value,)).fetchone()
-            if row is not None:
-                break
-    if row is None:
-        cursor = conn.execute(
-            "INSERT INTO papers (doi, arxiv_id, pmid, title, normalized_title, year, authors,"
-            " venue, abstract, external_ids, attribution, sources, created_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+def _paper_exists(conn: sqlite3.Connection, paper_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM papers WHERE id = ?", (paper_id,)).fetchone() is not None
+
+
+def _upsert_fetches(conn: sqlite3.Connection, fetches: Sequence[CitationFetch], now: str) -> None:
+    """Each fetch's row: created, or its links added to and its status and detail set. A fetch
+    whose paper was merged into another row meanwhile is left out."""
+    conn.executemany(
+        _FETCH_UPSERT,
+        [(*rows.citation_fetch_values(fetch), now, fetch.paper_id) for fetch in fetches],
+    )
+
+
+def _blocks(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, list[int]]:
+    """The stored blocks of `keys` (a key no paper has is absent)."""
+    blocks: dict[str, list[int]] = {}
+    for key, paper_id in conn.execute(
+        "SELECT block_key, paper_id FROM paper_blocks"
+        " WHERE block_key IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(keys)),),
+    ):
+        blocks.setdefault(key, []).append(paper_id)
+    return blocks
+
+
+def _papers(
+    conn: sqlite3.Connection, columns: Sequence[str], ids: Sequence[int]
+) -> list[sqlite3.Row]:
+    return conn.execute(
+        f"SELECT {', '.join(columns)} FROM papers WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ids)),),
+    ).fetchall()
+
+
+def _matched(
+    conn: sqlite3.Connection, save: paper_saving.PapersSave
+) -> tuple[dict[str, list[int]], list[sqlite3.Row], list[PaperWrite]]:
+    """The blocks a save reads, the stored rows it reads whole, and its writes."""
+    blocks = _blocks(conn, save.block_keys)
+    titled = _papers(conn, TITLE_COLUMNS, save.candidate_ids(blocks))
+    stored = _papers(conn, ("*",), save.close_ids(blocks, titled))
+    return blocks, stored, save.writes(blocks, stored)
+
+
+def _written(
+    conn: sqlite3.Connection,
+    blocks: dict[str, list[int]],
+    writes: Sequence[PaperWrite],
+    now: str,
+) -> list[int]:
+    """Run a save's writes and its block memberships; each write's row id."""
+    paper_ids = _write_papers(conn, writes, now)
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
+        block_entries(
+            blocks,
             (
-                paper.doi,
-                paper.arxiv_id,
-                paper.pmid,
-                paper.title,
-                paper.normalized_title,
-                paper.year,
-                json.dumps(list(paper.authors)),
-                paper.venue,
-                paper.abstract,
-                json.dumps(rows.external_ids(paper), sort_keys=True),
-                paper.attribution,
-                json.dumps(sorted(paper.sources)),
-                now,
-                now,
+                (paper_id, write.block_keys)
+                for paper_id, write in zip(paper_ids, writes, strict=True)
             ),
-        )
-        return int(cursor.lastrowid or 0)
-    external, sources, attribution = rows.merged_paper_lists(row, paper)
-    conn.execute(
-        "UPDATE papers SET arxiv_id = COALESCE(arxiv_id, ?), pmid = COALESCE(pmid, ?),"
-        " doi = COALESCE(doi, ?), year = COALESCE(year, ?), venue = COALESCE(venue, ?),"
-        " abstract = CASE WHEN length(COALESCE(abstract, '')) >= length(COALESCE(?, ''))"
-        "   THEN abstract ELSE ? END,"
-        " authors = CASE WHEN authors IS NULL OR authors = '[]' THEN ? ELSE authors END,"
-        " external_ids = ?, sources = ?, attribution = ?, updated_at = ? WHERE id = ?",
-        (
-            paper.arxiv_id,
-            paper.pmid,
-            paper.doi,
-            paper.year,
-            paper.venue,
-            paper.abstract,
-            paper.abstract,
-            json.dumps(list(paper.authors)),
-            json.dumps(external, sort_keys=True),
-            json.dumps(sources),
-            attribution,
-            now,
-            row["id"],
         ),
     )
-    return int(row["id"])
+    return paper_ids
+
+
+def _write_papers(conn: sqlite3.Connection, writes: Sequence[PaperWrite], now: str) -> list[int]:
+    """Run a save's writes: rows merged into another have their items, block memberships,
+    citations and landing pages moved and are deleted, stored rows updated, new ones inserted.
+    Returns each write's row id."""
+    for write in writes:
+        if write.absorbed:
+            gone = json.dumps(write.absorbed)
+            for statement in (
+                "UPDATE serp_items SET paper_id = ?"
+                " WHERE paper_id IN (SELECT value FROM json_each(?))",
+                # A block holding both keeps the kept row once.
+                "UPDATE OR IGNORE paper_blocks SET paper_id = ?"
+                " WHERE paper_id IN (SELECT value FROM json_each(?))",
+                # A landing page asked for both keeps the kept row's answer.
+                "UPDATE OR IGNORE landing_pages SET paper_id = ?"
+                " WHERE paper_id IN (SELECT value FROM json_each(?))",
+            ):
+                conn.execute(statement, (write.row_id, gone))
+            _move_citations(conn, write.row_id, gone)
+            for table, column in (
+                ("paper_blocks", "paper_id"),
+                ("landing_pages", "paper_id"),
+                ("papers", "id"),
+            ):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))",
+                    (gone,),
+                )
+    conn.executemany(
+        _PAPER_UPDATE,
+        [[*_paper_values(w), now, w.row_id] for w in writes if w.row_id is not None],
+    )
+    # The write lock is held: the ids SQLite would give the new rows, given here in one go.
+    (first,) = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM papers").fetchone()
+    new_ids = iter(range(first, first + len(writes)))
+    paper_ids = [w.row_id if w.row_id is not None else next(new_ids) for w in writes]
+    conn.executemany(
+        _PAPER_INSERT,
+        [
+            [paper_id, *_paper_values(w), now, now]
+            for paper_id, w in zip(paper_ids, writes, strict=True)
+            if w.row_id is None
+        ],
+    )
+    return paper_ids
+
+
+def _move_citations(conn: sqlite3.Connection, kept: int | None, gone: str) -> None:
+    """The edges and fetched lists of rows merged into `kept` (`gone`, a JSON list) move to it;
+    what it already has, and an edge to itself, go."""
+    ids = "(SELECT value FROM json_each(:gone))"
+    values = {"kept": kept, "gone": gone}
+    conn.execute(
+        "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+        f" SELECT CASE WHEN citing_paper_id IN {ids} THEN :kept ELSE citing_paper_id END,"
+        f" CASE WHEN cited_paper_id IN {ids} THEN :kept ELSE cited_paper_id END,"
+        f" source, fetched_at FROM citations"
+        f" WHERE citing_paper_id IN {ids} OR cited_paper_id IN {ids} ON CONFLICT DO NOTHING",
+        values,
+    )
+    conn.execute(
+        f"DELETE FROM citations WHERE citing_paper_id IN {ids} OR cited_paper_id IN {ids}"
+        " OR (citing_paper_id = :kept AND cited_paper_id = :kept)",
+        values,
+    )
+    columns = ", ".join(rows.CITATION_FETCH_COLUMNS)
+    conn.execute(
+        f"INSERT INTO citation_fetches ({columns}, fetched_at)"
+        f" SELECT {columns.replace('paper_id', ':kept')}, fetched_at FROM citation_fetches"
+        f" WHERE paper_id IN {ids} ON CONFLICT DO NOTHING",
+        values,
+    )
+    conn.execute(f"DELETE FROM citation_fetches WHERE paper_id IN {ids}", values)
+
+
+def _paper_values(write: PaperWrite) -> list[object]:
+    return [
+        json.dumps(write.values[column], sort_keys=True)
+        if column in PAPER_JSON_COLUMNS
+        else write.values[column]
+        for column in PAPER_COLUMNS
+    ]

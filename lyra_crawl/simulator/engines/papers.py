@@ -10,10 +10,11 @@ the SERP engines show come back here, the way a crawl's sources overlap in life:
   record with both the journal DOI and the ArXiv id, OpenAlex gives two works, the journal
   version and the preprint (DOI 10.48550/arXiv.<id>), the preprint taking the next slot.
 Years and authors come from the result (corpus.make_result), PMIDs and arXiv ids match the
-PubMed and arXiv simulators. Abstracts are corpus.abstract_of, except for papers whose publisher
-withholds them (corpus.abstract_withheld: every fourth), which both APIs leave null; OpenAlex
-gives them as `abstract_inverted_index` (word -> positions; joining the words in position order
-with single spaces gives the text back exactly).
+PubMed and arXiv simulators; every fourth result has an open-access PDF, which Semantic Scholar
+(`openAccessPdf`) and OpenAlex (`best_oa_location`) name. Abstracts are corpus.abstract_of,
+except for papers whose publisher withholds them (corpus.abstract_withheld: every fourth), which
+both APIs leave null; OpenAlex gives them as `abstract_inverted_index` (word -> positions;
+joining the words in position order with single spaces gives the text back exactly).
 
 Both APIs also serve the citation graph (lyra_crawl.simulator.citations) through
 citation_pages: OpenAlex works carry `referenced_works`, `cited_by_count` and
@@ -54,6 +55,12 @@ TOTAL = 200
 
 def has_pmid(result: SimResult) -> bool:
     return result.index % 3 == 0
+
+
+def open_access_pdf(result: SimResult) -> str | None:
+    if result.index % 4 != 1:
+        return None
+    return f"https://repository.sim/pdf/{hashlib.sha1(result.url.encode()).hexdigest()[:12]}.pdf"
 
 
 def venue(result: SimResult) -> str:
@@ -119,6 +126,7 @@ class SemanticScholar(OffsetPaged):
     def paper_record(self, query: str, r: SimResult) -> dict[str, Any]:
         """The paper's record, every field of it."""
         paper_id = s2_paper_id(query, r.index)
+        pdf = open_access_pdf(r)
         ids: dict[str, Any] = {"DOI": r.doi, "CorpusId": 100000 + r.index}
         if has_preprint(r.index):
             ids["ArXiv"] = arxiv_id_of(r)
@@ -136,6 +144,12 @@ class SemanticScholar(OffsetPaged):
             "authors": [
                 {"authorId": str(1000 + i), "name": name} for i, name in enumerate(author_names(r))
             ],
+            # A closed paper's is {"url": "", "status": "CLOSED"}, as the real API answers.
+            "openAccessPdf": {
+                "url": pdf or "",
+                "status": "GREEN" if pdf else "CLOSED",
+                "license": None,
+            },
         }
 
     def preprint_record(self, query: str, r: SimResult) -> dict[str, Any]:
@@ -202,6 +216,7 @@ class OpenAlex(OffsetPaged):
             ids["doi"] = f"https://doi.org/{doi}"
         if has_pmid(r) and not preprint:
             ids["pmid"] = f"https://pubmed.ncbi.nlm.nih.gov/{pmid_of(r)}"
+        pdf = open_access_pdf(r)
         positions: dict[str, list[int]] = {}
         if not abstract_withheld(r):
             for position, word in enumerate(abstract_of(r).split()):
@@ -233,6 +248,7 @@ class OpenAlex(OffsetPaged):
                 for i, n in enumerate(author_names(r))
             ],
             "abstract_inverted_index": positions or None,
+            "best_oa_location": {"is_oa": True, "pdf_url": pdf} if pdf else None,
             "referenced_works": [f"https://openalex.org/{ref}" for ref in referenced],
             "referenced_works_count": len(referenced),
             "cited_by_count": len(citations(key)),

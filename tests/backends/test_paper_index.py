@@ -1,0 +1,272 @@
+"""The one paper index across queries, on both store backends: a real SQLite file and a real
+PostgreSQL. Each query's papers are saved as a crawl's close saves them (`save_papers`), and
+read back through the protocol."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from lyra_crawl.backends import Backends
+from lyra_crawl.backends.postgres.database import SCHEMA_VERSION as POSTGRES_VERSION
+from lyra_crawl.backends.records import PageRecord
+from lyra_crawl.backends.sqlite.database import SCHEMA_VERSION as SQLITE_VERSION
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
+from lyra_crawl.papers.collector import QueryPapers, paper_record
+from lyra_crawl.results import SerpResult, result_fields
+from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
+from tests.test_paper_index import dblp_acm_records
+
+HERE = Path(__file__).parent
+TITLE = "Soil Moisture Sampling in Semi-Arid Catchments: A Field Trial"
+MIN_ABSTRACT = 200
+
+
+async def save_query(
+    backends: Backends, text: str, *records: PaperRecord, task_id: str = "t1"
+) -> int:
+    """One query that found `records` (one result each): its page stored, its papers gathered
+    and saved as its close does (papers.collector, then save_papers); returns its id."""
+    store = backends.store
+    query_id = await store.start_query(
+        record(query_text=text, normalized_query=text, task_id=task_id)
+    )
+    items = []
+    for n, found in enumerate(records):
+        url = f"https://{text.replace(' ', '-')}.example/{n}"
+        result = SerpResult(url=url, title=found.title, **result_fields(found))
+        item = ResultItem.place(
+            result,
+            query_id=query_id,
+            source=found.source,
+            kind=found.kind,
+            page_number=1,
+            position=n + 1,
+        )
+        item.normalized_url, item.rank = url, n + 1
+        items.append(item)
+    await store.store_page(PageRecord(query_id, "mojeek", 1, "ok", len(items)), items)
+    collected = QueryPapers()
+    for item in items:
+        collected.add(item.url, paper_record(item))
+    merged = collected.merged()
+    await store.save_papers(
+        query_id,
+        merged.papers,
+        merged.fused_ranks,
+        merged.attribution,
+        min_abstract_chars=MIN_ABSTRACT,
+    )
+    return query_id
+
+
+async def links(backends: Backends, query_id: int) -> list[int | None]:
+    return [item.paper_id for item in await backends.store.items(query_id)]
+
+
+def api(title: str = TITLE, source: str = "openalex", **fields: Any) -> PaperRecord:
+    return PaperRecord(source=source, title=title, kind="api", **fields)
+
+
+def serp(title: str = TITLE, **fields: Any) -> PaperRecord:
+    return PaperRecord(source="mojeek", title=title, kind="serp", **fields)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
+    if request.param == "sqlite":
+        return sqlite_store(tmp_path)
+    return postgres_store(request.getfixturevalue("postgres_url"), tmp_path)
+
+
+def test_two_queries_finding_a_paper_by_title_and_year_alone_store_one_row(store):
+    async def work(backends: Backends):
+        first = await save_query(backends, "soil moisture", api(year=2019))
+        second = await save_query(
+            backends,
+            "semi-arid catchments",
+            api(source="semantic_scholar", title=TITLE.lower() + ".", year=2019),
+            # The same paper as a web result, known by its title alone: no paper of its own.
+            serp(title=TITLE.lower()),
+        )
+        # Another paper of that title, years apart: a row of its own.
+        third = await save_query(backends, "field trials", api(source="crossref", year=2009))
+        return (
+            [await links(backends, q) for q in (first, second, third)],
+            await backends.store.papers_of(first),
+        )
+
+    (first, second, third), papers = store.run(work)
+
+    assert sorted(second, key=str) == [*first, None] and first != third
+    assert None not in first + third
+    (paper,) = papers
+    assert paper.sources == ("openalex", "semantic_scholar") and paper.attribution == "api_only"
+    assert (paper.doi, paper.arxiv_id, paper.pmid) == (None, None, None)
+
+
+def test_a_paper_that_two_stored_rows_turn_out_to_be_makes_them_one(store):
+    async def work(backends: Backends):
+        journal = await save_query(
+            backends, "journal", api(doi="10.5555/trial.1", year=2021, authors=("Ana Silva",))
+        )
+        # The preprint, three years earlier: the title alone does not join it to the journal.
+        preprint = await save_query(
+            backends, "preprint", api(source="arxiv", arxiv_id="1804.01234", year=2018)
+        )
+        apart = [await links(backends, q) for q in (journal, preprint)]
+        both = await save_query(
+            backends,
+            "semantic scholar",
+            api(source="semantic_scholar", doi="10.5555/trial.1", arxiv_id="1804.01234"),
+        )
+        # A later record of the preprint alone finds the one row through the preprint's blocks.
+        later = await save_query(
+            backends, "arxiv again", api(source="arxiv", arxiv_id="1804.01234")
+        )
+        return (
+            apart,
+            [await links(backends, q) for q in (journal, preprint, both, later)],
+            await backends.store.papers_of(journal),
+        )
+
+    (journal_apart, preprint_apart), linked, papers = store.run(work)
+
+    assert journal_apart != preprint_apart
+    assert len({paper_id for query in linked for paper_id in query}) == 1
+    (paper,) = papers
+    assert paper.id == journal_apart[0], "the smaller id is kept"
+    assert (paper.doi, paper.arxiv_id) == ("10.5555/trial.1", "1804.01234")
+
+
+def test_evidence_is_decided_on_the_merged_paper(store):
+    doi = "10.5555/trial.2"
+    short, long = "A short abstract.", "A field trial of adaptive soil moisture sampling. " * 5
+
+    async def work(backends: Backends):
+        seen = []
+        for text, found in (
+            ("short", api(doi=doi, abstract=short)),
+            ("with pdf", api(source="semantic_scholar", doi=doi, pdf_url="https://r.org/t.pdf")),
+            ("long", api(source="crossref", doi=doi, abstract=long)),
+        ):
+            query_id = await save_query(backends, text, found)
+            (paper,) = await backends.store.papers_of(query_id)
+            seen.append(paper)
+        return seen
+
+    first, second, third = store.run(work)
+
+    landing = "https://short.example/0"  # the API record's own page
+    assert (first.evidence, first.fetch_url, first.evidence_reason) == (
+        "fetch",
+        landing,
+        f"abstract shorter than {MIN_ABSTRACT} chars",
+    )
+    assert (second.evidence, second.fetch_url) == ("fetch", "https://r.org/t.pdf")
+    assert second.fetch_urls == {
+        "pdf": "https://r.org/t.pdf",
+        "landing": landing,
+        "doi": f"https://doi.org/{doi}",
+    }
+    assert (third.evidence, third.fetch_url, third.evidence_reason) == ("abstract", None, None)
+    assert third.abstract == long and third.id == first.id
+
+
+def test_the_stored_index_finds_the_dblp_acm_pairs_the_in_memory_index_finds(store):
+    records = dblp_acm_records()
+    dblp = [r for r in records if r.source == "dblp"]
+    acm = [r for r in records if r.source == "acm"]
+    in_memory = CanonicalPaperIndex()
+    keys = dict(zip(map(id, records), in_memory.add_many(records), strict=True))
+
+    async def work(backends: Backends):
+        queries = [
+            await save_query(backends, name, *found)
+            for name, found in (("dblp", dblp), ("acm", acm))
+        ]
+        return [await links(backends, q) for q in queries]
+
+    # Items come back by source and rank, which is the order the records were given in.
+    stored = dict(zip(map(id, dblp + acm), [p for q in store.run(work) for p in q], strict=True))
+
+    def pairs(groups: dict[int, Any]) -> set[tuple[str | None, str | None]]:
+        members: dict[Any, list[PaperRecord]] = {}
+        for found in records:
+            members.setdefault(groups[id(found)], []).append(found)
+        return {
+            (a.source_id, b.source_id)
+            for group in members.values()
+            for a in group
+            if a.source == "dblp"
+            for b in group
+            if b.source == "acm"
+        }
+
+    expected, found = pairs(keys), pairs(stored)
+    assert len(expected) > 2000
+    assert len(found ^ expected) <= len(expected) // 500, (
+        len(found - expected),
+        len(expected - found),
+    )
+
+
+# -- stores from before the paper index are brought to it --------------------------------
+
+
+def old_paper_sql(placeholder: str) -> str:
+    return (
+        "INSERT INTO papers (title, normalized_title, year, authors, abstract, external_ids,"
+        " attribution, sources, created_at, updated_at) VALUES"
+        f" ({', '.join([placeholder] * 8)}, '2026-01-01', '2026-01-01')"
+    )
+
+
+OLD_PAPER = (TITLE, TITLE.lower(), 2019, '["Ana Silva"]', None, "{}", "api_only", '["openalex"]')
+# Found again by a query, by title and year alone.
+again = api(source="semantic_scholar", year=2019)
+
+
+def test_a_sqlite_file_of_the_previous_release_gets_its_papers_indexed(tmp_path):
+    store = sqlite_store(tmp_path)
+    old = sqlite3.connect(tmp_path / "db.sqlite3")
+    old.executescript((HERE / "schema_v1.sql").read_text())
+    old.execute("INSERT INTO schema_version (version) VALUES (1)")
+    old.execute(old_paper_sql("?"), OLD_PAPER)
+    old.commit()
+    old.close()
+
+    query_id = store.run(lambda backends: save_query(backends, "again", again))
+
+    (paper,) = store.run(lambda backends: backends.store.papers_of(query_id))
+    assert paper.id == 1 and paper.sources == ("openalex", "semantic_scholar")
+    assert (paper.evidence, paper.evidence_reason) == ("fetch", "no abstract")
+    assert paper.fetch_url == "https://again.example/0", "the landing page it now has"
+    version = sqlite3.connect(tmp_path / "db.sqlite3").execute("SELECT version FROM schema_version")
+    assert version.fetchall() == [(SQLITE_VERSION,)]
+
+
+def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
+    postgres_url, tmp_path
+):
+    with psycopg.connect(postgres_url) as conn:
+        conn.execute((HERE / "postgres_schema_v1.sql").read_text())
+        conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+        conn.execute(old_paper_sql("%s"), OLD_PAPER)
+    store = postgres_store(postgres_url, tmp_path)
+
+    query_id = store.run(lambda backends: save_query(backends, "again", again))
+
+    (paper,) = store.run(lambda backends: backends.store.papers_of(query_id))
+    assert paper.id == 1 and paper.sources == ("openalex", "semantic_scholar")
+    assert (paper.evidence, paper.evidence_reason) == ("fetch", "no abstract")
+    assert paper.fetch_url == "https://again.example/0", "the landing page it now has"
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [
+            (POSTGRES_VERSION,)
+        ]
