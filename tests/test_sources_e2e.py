@@ -254,16 +254,16 @@ async def test_every_paper_of_a_unified_crawl_is_read_from_its_abstract_or_fetch
         reason = "abstract shorter than 330 chars" if length else "no abstract"
         assert paper["evidence_reason"] == reason
         reasons[reason] += 1
-        # The best kind it has: an open-access PDF Semantic Scholar names, else its paper page
-        # there; a paper only Crossref lists has its DOI link.
+        # The best kind it has: an open-access PDF Semantic Scholar names, else its arXiv page,
+        # DOI link or PubMed page, Semantic Scholar's own paper page (a result) last; a paper
+        # only Crossref lists has its DOI link. No source here names a publisher's page.
         kind = next(kind for kind in FETCH_KINDS if kind in urls)
         kinds[kind] += 1
         assert paper["fetch_url"] == urls[kind]
-        if "semantic_scholar" in paper["sources"]:
-            assert kind in ("pdf", "landing")
-        else:
+        assert kind != "landing"
+        if "semantic_scholar" not in paper["sources"]:
             assert kind == "doi" and paper["fetch_url"].startswith("https://doi.org/10.")
     assert set(reasons) == {"no abstract", "abstract shorter than 330 chars"}, reasons
-    assert {"pdf", "landing"} <= set(kinds), kinds
+    assert {"pdf", "arxiv", "doi", "pubmed", "result"} <= set(kinds), kinds
     pdfs = [p for p in papers if p["evidence"] == "fetch" and p["fetch_url"].endswith(".pdf")]
     assert all(p["fetch_url"].startswith("https://repository.sim/pdf/") for p in pdfs)

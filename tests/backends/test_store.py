@@ -25,6 +25,7 @@ from lyra_crawl.backends import Backends, sqlite_url, with_backends
 from lyra_crawl.backends.records import (
     CitationFetch,
     EntrySpec,
+    LandingPage,
     PageRecord,
     QueryRecord,
     StoredItem,
@@ -418,6 +419,13 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     )
     see("papers_of", await store.papers_of(first))
     see("attribution_counts", await store.attribution_counts(first))
+    queued = see("papers_to_read", await store.papers_to_read(task_id="t1"))
+    blocked = LandingPage(queued[0].paper_id, queued[0].fetch_url, "blocked", "HTTP 403", 403)
+    await store.record_landing_page(blocked, None)
+    see("papers_to_read after a block", await store.papers_to_read(query_id=first))
+    read = replace(blocked, outcome="abstract", detail="", http_status=200, metadata_field="x")
+    await store.record_landing_page(read, "An abstract read from the paper's landing page.")
+    see("landing_pages", await store.landing_pages(query_id=first))
     intervention = see(
         "add_intervention",
         await store.add_intervention(
