@@ -241,6 +241,25 @@ async def store_pdf_only_paper(backends: Backends, url: str) -> None:
     )
 
 
+@pytest_twisted.ensureDeferred
+async def test_scrapy_crawl_papers_runs_from_the_command_line(simulator, db_path):
+    await crawl_task(simulator, db_path)
+
+    result = run_scrapy(
+        "crawl",
+        "papers",
+        "-a",
+        f"task_id={TASK}",
+        *(arg for name, value in FAST.items() for arg in ("-s", f"{name}={value}")),
+        env=scrapy_env(simulator, db_path),
+    )
+
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert " ERROR: " not in result.stderr
+    pages = query_db(db_path, "SELECT outcome FROM landing_pages")
+    assert len(pages) == len(queued(db_path)) + sum(p["outcome"] == "abstract" for p in pages)
+
+
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
