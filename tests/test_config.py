@@ -56,7 +56,7 @@ def test_bundled_config_loads_with_design_values():
     assert (pagination.serp_max_pages, pagination.min_novelty_rate) == (10, 0.1)
     assert (pagination.min_harvest_rate, pagination.strategy) == (0.05, "auto")
     citations = config.citations
-    assert (citations.depth, citations.top_k, citations.max_per_list) == (1, 10, 1000)
+    assert (citations.depth, citations.top_k, citations.max_per_list) == (0, 10, 1000)
 
 
 def test_every_serp_engine_has_its_pagination_fields():

@@ -411,7 +411,7 @@ class CitationPolicy:
             lambda n: CITATION_DEPTHS[0] <= n <= CITATION_DEPTHS[1],
             f"must be {CITATION_DEPTHS[0]}..{CITATION_DEPTHS[1]}",
         ),
-    ] = 1
+    ] = 0
     top_k: AtLeastOne = 10
     # At most this many of one paper's references (or citations) are read from each API: a
     # classic cited 50,000 times would otherwise cost hundreds of requests.
