@@ -264,6 +264,6 @@ async def test_every_paper_of_a_unified_crawl_is_read_from_its_abstract_or_fetch
         if "semantic_scholar" not in paper["sources"]:
             assert kind == "doi" and paper["fetch_url"].startswith("https://doi.org/10.")
     assert set(reasons) == {"no abstract", "abstract shorter than 330 chars"}, reasons
-    assert {"pdf", "arxiv", "doi", "pubmed", "result"} <= set(kinds), kinds
+    assert {"pdf", "arxiv", "doi"} <= set(kinds), kinds
     pdfs = [p for p in papers if p["evidence"] == "fetch" and p["fetch_url"].endswith(".pdf")]
     assert all(p["fetch_url"].startswith("https://repository.sim/pdf/") for p in pdfs)
