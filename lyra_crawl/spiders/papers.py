@@ -6,12 +6,13 @@ sharing the Coordinator may ask for in a UTC day; `papers.min_abstract_chars` in
 and, set for this spider (`-s` overrides them), Scrapy's own politeness: ROBOTSTXT_OBEY,
 AUTOTHROTTLE_* (per host), DOWNLOAD_DELAY, CONCURRENT_REQUESTS_PER_DOMAIN.
 
-`start` takes the papers queued for a fetch (`evidence = fetch`) from the store and, for each
-one whose page is due (lyra_crawl.papers.landing_fetch), takes one unit of the day's budget and
-asks for its page. `read` reads the abstract from the page's metadata
-(lyra_crawl.papers.landing); `failed` says why there is no page (robots.txt, 404, a block, a
-network error). Either way the store keeps the page's outcome (`landing_pages`), and an abstract
-turns the paper to `evidence = abstract`. Counted under `lyra/papers/outcome/<outcome>`.
+`start` takes from the store the papers the task's queries (or the query) found that are
+queued for a fetch (`evidence = fetch`) and, for each one whose page is due
+(lyra_crawl.papers.landing_fetch), takes one unit of the day's budget and asks for its page.
+`read` reads the abstract from the page's metadata (lyra_crawl.papers.landing); `failed` says
+why there is no page (robots.txt, 404, a block, a network error). Either way the store keeps
+the page's outcome (`landing_pages`), and an abstract turns the paper to `evidence = abstract`.
+Counted under `lyra/papers/outcome/<outcome>`.
 """
 
 from __future__ import annotations
