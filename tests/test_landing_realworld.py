@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,22 @@ def test_real_landing_page_fields_judged_one_by_one(name: str, entry: dict[str, 
 
     fields = [f"{v.field}: {v.outcome.value}" for v in verdicts if v.field]
     assert fields == entry["expected"]["fields"]
+
+
+# Licences of the repositories the pages come from that let them be kept with these tests.
+LICENSES = {"MIT", "GPL-3.0"}
+PROVENANCE = {"publisher", "repo", "path", "commit", "license", "captured", "sha256"}
+
+
+def test_every_page_file_has_its_provenance_and_every_entry_a_file() -> None:
+    files = {path.name for path in LANDING_DIR.glob("*.html")}
+
+    assert files == set(PAGES)
+    for name, entry in PAGES.items():
+        assert set(entry) >= PROVENANCE, (name, PROVENANCE - set(entry))
+        assert entry["license"] in LICENSES, (name, entry["license"])
+        assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"]), name
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", entry["captured"]), name
 
 
 def test_the_real_pages_cover_every_outcome_and_field_kind() -> None:
