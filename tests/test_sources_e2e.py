@@ -165,6 +165,7 @@ async def test_keys_travel_as_configured_and_never_into_storage(start_simulator,
         query="kelp",
         sources="semantic_scholar,openalex",
         serp_max_pages=1,
+        citation_depth=1,
     )
 
     # The search pages and the citation graph's requests (its lists, works and lookups) alike.
