@@ -39,8 +39,8 @@ def run_jobs(scrapyd: ScrapydServer, jobs: list[tuple[dict[str, str], dict[str, 
     return job_ids
 
 
-def test_deployed_project_lists_the_serp_spider(scrapyd):
-    assert ScrapydClient(scrapyd.url).spiders(PROJECT) == ["serp"]
+def test_deployed_project_lists_its_spiders(scrapyd):
+    assert ScrapydClient(scrapyd.url).spiders(PROJECT) == ["papers", "serp"]
 
 
 def test_a_scheduled_job_stores_its_pages_and_finishes_its_status_row(scrapyd, simulator, tmp_path):
