@@ -627,7 +627,9 @@ class CanonicalPaperIndex:
         """Whether two groups name a common author: in their author fields, in both citations
         around their titles (unless both list authors in their fields), or a word of one's
         citation that matches a surname the other lists."""
-        if _named(first.surnames, second.surnames):
+        if not first.surnames.isdisjoint(second.surnames) or _named(
+            first.surnames, second.surnames
+        ):
             return True
         if cited_names and not (first.surnames and second.surnames):
             return True
