@@ -10,6 +10,10 @@ Run as ``python benchmarks/bench_canonical.py [shared_dir]`` (default ``../share
 * the noisy development set (``tests/data/er``, see its README: Magellan's "Dirty" DBLP-ACM,
   whose titles carry authors, venue and year moved into them): precision, recall and F1 of its
   labelled pairs, every record of the sample in one index, beside the same title-only baseline;
+* titles built alike (``simulated_papers``: the papers of 21 simulated queries' citation graphs,
+  titled "<Query>: <topic> of <subject> <number>", as results pages, citation lists and the
+  APIs show them): papers joined to another paper (``simulated_false_merges``) and records of
+  one paper left apart (``simulated_missed_merges``), by the simulator's own ground truth;
 * ``add_many`` time in memory (``memory_merge_seconds_*``) on 10k, 50k and 100k seeded
   synthetic records (~30 % duplicates), and the time ratio for the doubling 50k -> 100k (2.0
   means linear), with the pairwise F1 of each synthetic run so that speed never hides a merge
@@ -45,6 +49,7 @@ from itertools import accumulate
 
 from rapidfuzz import fuzz, process
 
+from benchmarks.simulated_papers import simulated_merge_errors
 from lyra_crawl.backends import Backends, sqlite_url, with_backends
 from lyra_crawl.backends.records import PageRecord, QueryRecord
 from lyra_crawl.config import PapersPolicy
@@ -69,6 +74,7 @@ _DITTO_FIELD = re.compile(r"COL (\w+) VAL")
 def run(shared_dir: pathlib.Path) -> dict[str, float]:
     """Measure every figure in one run and return them by name."""
     figures = _dblp_acm(shared_dir / "er" / "dblp_acm") | _noisy_dev(NOISY_DEV_SET)
+    figures |= simulated_merge_errors()
     for size in SYNTHETIC_SIZES:
         records, truth = synthetic_records(size, seed=SEED)
         index = CanonicalPaperIndex()

@@ -15,10 +15,17 @@ Pure logic, no Scrapy imports. Two records are the same paper when
   author surname.
 
 Titles are read from their first words while they agree, allowing words run together and a
-typo (``titles.align_start``); a citation starts, within two words, with an initial, a year or
-a word seen in any record's author or venue field. Author surnames are compared tolerantly:
-in any order, with initials, cut short or one letter apart (``authors.same_surname``). A
-missing year never keeps records apart; only a contradicting one does.
+typo (``titles.align_start``). What follows the shared start is a citation only on evidence the
+other record gives: a year, a surname it lists or a word of its venue among the first three
+words (initials aside) or two of its surnames anywhere, or the same names in both citations (an
+author list in another order). Words merely seen in some record's author or venue field are no
+evidence, as titles are made of the same words: "X: strategies of national groundwater …" and
+"X: strategies of observed soil moisture …" are two papers, whatever the index has seen. Two
+titles that go on differently are two papers; similar titles whose endings differ in content
+words (not spelling) are one only with a shared author. Author surnames are compared
+tolerantly: in any order, with initials, cut short or one letter apart
+(``authors.same_surname``). A missing year never keeps records apart; only a contradicting one
+does.
 
 Title merges are refused when the titles are generic ("Editorial", "Book reviews", …), when one
 is a notice about the other ("Erratum: X") or a different part ("X, part II"), when both papers
@@ -55,7 +62,7 @@ from lyra_crawl.papers.identifiers import (
     normalize_doi,
     normalize_pmid,
 )
-from lyra_crawl.papers.titles import align_start, extra_years, is_year
+from lyra_crawl.papers.titles import align_start, extra_years, is_year, one_letter_apart
 from lyra_crawl.results import ResultFields, ResultKind
 
 __all__ = [
@@ -170,8 +177,8 @@ _MIN_CONTAINED_WORDS = 3
 # Characters of the run-together content words that key a title's joined blocks.
 _JOINED_KEY_LENGTH = 16
 # A citation after a title starts with a name, an initial, a venue or a year within its first
-# two words ("J. Smith", "A. B. Smith", "Proc. VLDB").
-_CITATION_START = 2
+# three words ("J. Smith", "A. B. Smith", "Kun-Lung Wu", "Proc. VLDB").
+_CITATION_START = 3
 
 
 def normalize_title(title: str) -> str:
@@ -240,9 +247,10 @@ class _Link:
     """Another title that may name the same paper, and the words each has beyond what they share.
 
     ``extra`` are this title's words after the part both share, ``other_extra`` the other's:
-    the citation (names, venue, year) around a title, or nothing. ``cited_names``: words both
-    citations show that name the same people. ``evidence`` says what else must agree: "year" for
-    titles that are similar (a year or a shared author will do), "citation" for titles a
+    a citation (names, venue, year) around a title, a subtitle, or nothing; the records' own
+    evidence says which (``CanonicalPaperIndex._cites``). ``cited_names``: words both citations
+    show that name the same people. ``evidence`` says what else must agree: "year" for titles
+    that are similar (a year or a shared author will do), "citation" for titles that may be a
     citation apart (the same, but not when both list authors and share none), "author" for a
     subtitle (a shared author).
     """
@@ -447,11 +455,11 @@ class CanonicalPaperIndex:
         """How a new title relates to an earlier candidate, or None when they name two papers.
 
         Both are read from their first words while they agree (``align_start``); what each has
-        beyond that is a citation when it starts like one or both name the same people there,
-        and a subtitle when only one has more; either needs a shared part of at least
+        beyond that may be a citation when it could start like one or both name the same people
+        there, and is a subtitle when only one has more; either needs a shared part of at least
         ``_MIN_CONTAINED_WORDS`` content words. Similar titles link whatever they share, with
-        the citation they may carry. Failing that, one title may be the other's end ("Y: X" and
-        "X"), a subtitle too.
+        the words each has beyond it. Failing that, one title may be the other's end ("Y: X" and
+        "X"), a subtitle too. Whether the words are a citation is each pair of records' to say.
         """
         if words[0][0] != other_words[0][0]:  # no start to align (see ``align_start``)
             return _Link(other) if similar else self._end_link(words, other_words, other)
@@ -466,17 +474,16 @@ class CanonicalPaperIndex:
         if not (similar or long_core):
             return self._end_link(words, other_words, other)
         names = (
-            self._cited_names(extra, other_extra, long_core)
-            if extra and other_extra
+            self._cited_names(extra, other_extra)
+            if long_core and extra and other_extra
             else frozenset()
         )
-        cited = bool(names) or (
+        if similar:
+            return _Link(other, "year", extra, other_extra, names)
+        if names or (
             (not extra or self._citation(extra))
             and (not other_extra or self._citation(other_extra))
-        )
-        if similar:
-            return _Link(other, "year", extra, other_extra, names) if cited else _Link(other)
-        if cited:
+        ):
             return _Link(other, "citation", extra, other_extra, names)
         if extra and other_extra:
             return self._end_link(words, other_words, other)
@@ -503,31 +510,40 @@ class CanonicalPaperIndex:
         return all(self._cited_word(word) for word in rest if word not in _STOPWORDS)
 
     def _cited_word(self, word: str) -> bool:
-        """An initial, a year, or a word of an author or venue field."""
+        """An initial (or a digit), a year, or a word of an author or venue field."""
         return (
             len(word) == 1 or is_year(word) or word in self._name_words or word in self._venue_words
         )
 
     def _citation(self, extra: tuple[str, ...]) -> bool:
-        """Whether words after a title start like a citation: one of the first two words that
-        are not stop words is an initial, a year, or a word of an author or venue field."""
+        """Whether words after a title may be a citation, to link the titles: they show a year
+        or two words of author fields, or one of their first three words that are not stop
+        words is an initial or a word of an author or venue field. Whether they are one is the
+        records' to say (``_cites``)."""
         leading = [word for word in extra if word not in _STOPWORDS][:_CITATION_START]
-        return any(map(self._cited_word, leading))
+        return (
+            any(map(self._cited_word, leading))
+            or any(map(is_year, extra))
+            or len(self._name_words.intersection(extra)) >= 2
+        )
 
-    def _cited_names(
-        self, extra: tuple[str, ...], other_extra: tuple[str, ...], long_core: bool
-    ) -> frozenset[str]:
-        """Words both citations show that name the same people: known author names, or, after
-        a long shared title, at least two words that make up half of either citation's words
-        that are neither venue words nor years (one author list in another order)."""
+    def _cited_names(self, extra: tuple[str, ...], other_extra: tuple[str, ...]) -> frozenset[str]:
+        """Words both citations show that name the same people (one author list, in another
+        order perhaps): at least two words that make up half of either citation's words that
+        are neither venue words nor years, one citation starting with one of them, and at most
+        one citation with words of its own. Two subtitles that go on differently share words
+        too, but each has its own."""
         words, other_words = self._name_like(extra), self._name_like(other_extra)
         shared = words & other_words
-        known = shared & self._name_words
-        if known:
-            return frozenset(known)
-        if long_core and len(shared) >= 2 and 2 * len(shared) >= min(len(words), len(other_words)):
-            return frozenset(shared)
-        return frozenset()
+        if len(shared) < 2 or 2 * len(shared) < min(len(words), len(other_words)):
+            return frozenset()
+        firsts = {_leading(tail)[0] for tail in (extra, other_extra) if _leading(tail)}
+        if firsts.isdisjoint(shared):
+            return frozenset()
+        own = _own_words(extra, other_extra) - self._venue_words
+        if own and _own_words(other_extra, extra) - self._venue_words:
+            return frozenset()
+        return frozenset(shared)
 
     def _name_like(self, extra: tuple[str, ...]) -> set[str]:
         words = set(extra) - _STOPWORDS - self._venue_words
@@ -544,59 +560,82 @@ class CanonicalPaperIndex:
         """Whether two groups with linked titles are one paper by their other evidence.
 
         Identifiers of one kind that disagree, or years further apart than the tolerance, keep
-        them apart; a missing year never does. Then a shared author is enough; a year within
-        tolerance is too, unless the link needs an author, or the year is one apart and both
-        list authors and share none. The years and names a citation around a title shows count
-        as its group's own.
+        them apart; a missing year never does. The words after a shared title are a citation
+        only on the other group's evidence (``_cites``); its years and names then count as its
+        group's own. Then a shared author is enough; a year within tolerance
+        is too, unless the link needs an author, or the year is one apart and both list authors
+        and share none. Words after a title that are no citation are a subtitle: one title's
+        needs a shared author, two that go on differently are two papers (similar titles whose
+        subtitles differ in content words unless a shared author confirms).
         """
         first, second = self._evidence[a], self._evidence[b]
         for kind in first.ids.keys() & second.ids.keys():
             if first.ids[kind].isdisjoint(second.ids[kind]):
                 return False
-        years = first.years | extra_years(link.extra) if link.extra else first.years
-        other_years = (
-            second.years | extra_years(link.other_extra) if link.other_extra else second.years
+        cites = bool(link.extra) and self._cites(link.extra, second, link.cited_names)
+        other_cites = bool(link.other_extra) and self._cites(
+            link.other_extra, first, link.cited_names
         )
+        years = first.years | extra_years(link.extra) if cites else first.years
+        other_years = second.years | extra_years(link.other_extra) if other_cites else second.years
         year_gap = min((abs(x - y) for x in years for y in other_years), default=None)
         if year_gap is not None and year_gap > self.year_tolerance:
             return False
-        if self._share_author(first.surnames, second.surnames, link):
-            return True
-        if link.evidence == "author" or year_gap is None:
-            return False
-        listed = (first.surnames or self._name_words.intersection(link.extra)) and (
-            second.surnames or self._name_words.intersection(link.other_extra)
+        cited, other_cited = link.extra if cites else (), link.other_extra if other_cites else ()
+        subtitles = (bool(link.extra) and not cites, bool(link.other_extra) and not other_cites)
+        if link.evidence == "citation" and all(subtitles):
+            return False  # two titles that go on differently
+        shared_author = self._share_author(first, second, cited, other_cited, link.cited_names)
+        if shared_author or link.evidence == "author" or year_gap is None:
+            return shared_author
+        if link.evidence == "citation" and any(subtitles):
+            return False  # a subtitle needs a shared author
+        if all(subtitles) and _differ(link.extra, link.other_extra):
+            return False  # so do subtitles that differ in content words
+        listed = (first.surnames or self._name_words.intersection(cited)) and (
+            second.surnames or self._name_words.intersection(other_cited)
         )
         if link.evidence == "citation":
-            # Venue words are common title words too; a year alone backs a citation that shows
-            # something to check: a year, an initial, a known name, or the other's venue.
-            return not listed and (
-                self._checkable(link.extra, second) or self._checkable(link.other_extra, first)
-            )
+            return not listed
         return year_gap == 0 or not listed
 
-    def _checkable(self, extra: tuple[str, ...], other: _Evidence) -> bool:
-        """Whether a citation shows a year, an initial, a known name or a word of the other
-        group's venue."""
-        return any(
-            len(word) == 1 or is_year(word) or word in self._name_words or word in other.venue_words
-            for word in extra
-            if word not in _STOPWORDS
-        )
-
-    def _share_author(self, surnames: set[str], other_surnames: set[str], link: _Link) -> bool:
-        """Whether two groups name a common author: in their author fields, in both citations
-        around their titles, or a word cited by one that matches a surname listed by the other."""
-        if not surnames.isdisjoint(other_surnames) or link.cited_names:
+    def _cites(self, extra: tuple[str, ...], other: _Evidence, names: frozenset[str]) -> bool:
+        """Whether words after a title are a citation of the other group's paper: they show a
+        year, or one of their first words that are neither stop words nor initials is a name
+        both titles' citations show, a word of the other group's venue or a surname it lists,
+        or they show two of its surnames. Words merely seen in some author or venue field of
+        the index are no evidence: titles are made of them too."""
+        if any(map(is_year, extra)):
             return True
-        pairs = [(surnames, other_surnames)]
-        if link.extra:
-            pairs.append((_spellings(link.extra), other_surnames))
-        if link.other_extra:
-            pairs.append((surnames, _spellings(link.other_extra)))
-        # A misspelt or shortened name keeps its first letter (see ``same_surname``).
-        return any(
-            same_surname(x, y) for one, two in pairs for x in one for y in two if x[0] == y[0]
+        start = _citation_start(extra)
+        if any(word in names or word in other.venue_words for word in _leading(start)):
+            return True
+        if not other.surnames:
+            return False
+        # A cited name may be split ("h a rder") where the other's author field has it whole.
+        named = _named(_spellings(extra), other.surnames)
+        return len(named) >= 2 or bool(named and _named(_spellings(start), named))
+
+    def _share_author(
+        self,
+        first: _Evidence,
+        second: _Evidence,
+        cited: tuple[str, ...],
+        other_cited: tuple[str, ...],
+        cited_names: frozenset[str],
+    ) -> bool:
+        """Whether two groups name a common author: in their author fields, in both citations
+        around their titles (unless both list authors in their fields), or a word of one's
+        citation that matches a surname the other lists."""
+        if not first.surnames.isdisjoint(second.surnames) or _named(
+            first.surnames, second.surnames
+        ):
+            return True
+        if cited_names and not (first.surnames and second.surnames):
+            return True
+        return bool(
+            _named(_spellings(cited), second.surnames)
+            or _named(_spellings(other_cited), first.surnames)
         )
 
     def _find(self, index: int) -> int:
@@ -654,10 +693,68 @@ def _block_keys(words: tuple[str, ...]) -> tuple[list[tuple[str, ...]], list[tup
 
 
 def _spellings(words: tuple[str, ...]) -> set[str]:
-    """The words, and each two or three next to each other run together: a cited name may be
-    split ("Ö zsu", "Galindo-Legaria") where an author field has it whole."""
+    """The words, and each two or three next to each other run together."""
+    return set(words) | _runs(words)
+
+
+def _runs(words: tuple[str, ...]) -> set[str]:
+    """Each two or three words next to each other run together: a cited name may be split
+    ("Ö zsu", "Galindo-Legaria") where an author field has it whole."""
     runs = (words[i : i + size] for size in (2, 3) for i in range(len(words) - size + 1))
-    return set(words).union(map("".join, runs))
+    return set(map("".join, runs))
+
+
+def _named(names: Iterable[str], surnames: set[str]) -> set[str]:
+    """The surnames that one of the names is, tolerantly (``same_surname``)."""
+    # A misspelt or shortened name keeps its first letter (see ``same_surname``).
+    letters = {surname[0] for surname in surnames}
+    return {
+        surname
+        for name in names
+        if name[0] in letters
+        for surname in surnames
+        if name[0] == surname[0] and same_surname(name, surname)
+    }
+
+
+def _is_initial(word: str) -> bool:
+    return len(word) == 1 and word.isalpha()
+
+
+def _leading(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The words that are neither stop words nor initials: where a citation shows its names
+    ("j widom"), venue or year."""
+    return tuple(word for word in words if word not in _STOPWORDS and not _is_initial(word))
+
+
+def _citation_start(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The words up to the first three that are neither stop words nor initials."""
+    seen = 0
+    for end, word in enumerate(words):
+        if word not in _STOPWORDS and not _is_initial(word):
+            seen += 1
+            if seen == _CITATION_START:
+                return words[: end + 1]
+    return words
+
+
+def _own_words(extra: tuple[str, ...], other_extra: tuple[str, ...]) -> set[str]:
+    """Content words of one title's extra words that the other's lack (neither show, nor run
+    together, nor spell with a typo), but for initials and years: where two subtitles, or two
+    citations, differ."""
+    spelled = _spellings(other_extra)
+    return {
+        word
+        for word in _leading(extra)
+        if not is_year(word)
+        and word not in spelled
+        and not any(one_letter_apart(word, other) for other in other_extra)
+    }
+
+
+def _differ(extra: tuple[str, ...], other_extra: tuple[str, ...]) -> bool:
+    """Whether each of two subtitles has content words of its own."""
+    return bool(_own_words(extra, other_extra)) and bool(_own_words(other_extra, extra))
 
 
 def _content_words(words: tuple[str, ...]) -> int:

@@ -14,7 +14,7 @@ import re
 
 from rapidfuzz.distance import Levenshtein
 
-__all__ = ["align_start", "extra_years", "is_year"]
+__all__ = ["align_start", "extra_years", "is_year", "one_letter_apart"]
 
 _YEAR = re.compile(r"(?:1[89]|20)\d\d")
 # One typo is only read as one in words this long ("bandwith"); shorter words differ by one
@@ -49,6 +49,13 @@ def align_start(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[int, int]:
         else:
             break
     return i, j
+
+
+def one_letter_apart(x: str, y: str) -> bool:
+    """Whether two words of letters differ in one letter dropped, added or changed, wherever it
+    is: a typo, not another word, in words that already sit in the same place of two similar
+    titles (numbers differ in meaning, not spelling)."""
+    return x.isalpha() and y.isalpha() and Levenshtein.distance(x, y, score_cutoff=1) <= 1
 
 
 def _run_together(word: str, words: tuple[str, ...], start: int) -> int:
