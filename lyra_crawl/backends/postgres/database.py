@@ -186,14 +186,15 @@ def _sql(name: str) -> str:
 
 
 async def _index_stored_papers(conn: Connection) -> None:
-    """Version 2: papers stored before the paper index get its blocks, the records kept
-    for matching and their evidence."""
+    """Version 2: papers stored before the paper index get its blocks and words, the records
+    kept for matching and their evidence."""
     cursor = conn.cursor(row_factory=dict_row)
     await cursor.execute("SELECT * FROM papers")
     upgrade = upgrade_to_index(await cursor.fetchall())
     await cursor.executemany(
         "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s)", upgrade.blocks
     )
+    await cursor.executemany("INSERT INTO paper_words (word, kind) VALUES (%s, %s)", upgrade.words)
     await cursor.executemany(
         f"UPDATE papers SET {', '.join(f'{c} = %s' for c in UPGRADED_COLUMNS)} WHERE id = %s",
         [

@@ -19,12 +19,15 @@ from typing import Any
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from lyra_crawl.backends import paper_saving, rows
+from lyra_crawl.backends import rows
 from lyra_crawl.backends.paper_saving import (
+    NEXT_GENERATION,
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
     TITLE_COLUMNS,
+    PapersSave,
     PaperWrite,
+    StoredTitles,
 )
 from lyra_crawl.backends.postgres.database import Connection, PostgresDatabase
 from lyra_crawl.backends.records import (
@@ -47,8 +50,7 @@ from lyra_crawl.backends.records import (
     StoredQuery,
 )
 from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper
-from lyra_crawl.papers.paper_index import block_entries
+from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
 
 # pg_advisory_xact_lock key of paper upserts: "papr" in ASCII.
 PAPERS_LOCK = 0x70617072
@@ -101,6 +103,8 @@ async def _dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str
 class PostgresStore:
     def __init__(self, database: PostgresDatabase) -> None:
         self._db = database
+        # Used under the papers lock only, one save after another.
+        self._paper_titles = StoredTitles()
 
     @property
     def url(self) -> str:
@@ -353,32 +357,19 @@ class PostgresStore:
             # The paper index is read and then written: paper saves run one at a time across
             # every node, as SQLite's write lock makes them.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
-            save = paper_saving.PapersSave(papers, min_abstract_chars=min_abstract_chars)
-            blocks = await _blocks(conn, save.block_keys)
-            titled = await _papers(conn, TITLE_COLUMNS, save.candidate_ids(blocks))
-            rows = await _papers(conn, ("*",), save.close_ids(blocks, titled))
-            writes = save.writes(blocks, rows)
-            paper_ids = await _write_papers(conn, writes)
-            cursor = conn.cursor()
-            await cursor.executemany(
-                "UPDATE serp_items SET paper_id = %s WHERE query_id = %s AND normalized_url = %s",
-                [
-                    (paper_id, query_id, url)
-                    for paper_id, write in zip(paper_ids, writes, strict=True)
-                    for url in write.urls
-                ],
-            )
-            await cursor.executemany(
-                "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s)"
-                " ON CONFLICT DO NOTHING",
-                block_entries(
-                    blocks,
-                    (
-                        (paper_id, write.block_keys)
-                        for paper_id, write in zip(paper_ids, writes, strict=True)
+            generation = await _one(conn, NEXT_GENERATION)
+            with no_cyclic_gc():
+                await _index_papers(
+                    conn,
+                    PapersSave(
+                        papers,
+                        min_abstract_chars=min_abstract_chars,
+                        titles=self._paper_titles,
+                        generation=generation,
                     ),
-                ),
-            )
+                    query_id,
+                )
+            cursor = conn.cursor()
             await cursor.executemany(
                 "UPDATE serp_items SET fused_rank = %s WHERE query_id = %s AND normalized_url = %s",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
@@ -726,16 +717,59 @@ async def _expire_dead_leases(conn: Connection, batch_id: int) -> None:
         )
 
 
-async def _blocks(conn: Connection, keys: Sequence[str]) -> dict[str, list[int]]:
-    """The stored blocks of `keys` (a key no paper has is absent)."""
-    blocks: dict[str, list[int]] = {}
-    for key, paper_id in await _fetch(
-        conn,
-        "SELECT block_key, paper_id FROM paper_blocks WHERE block_key = ANY(%s)",
-        (list(keys),),
-    ):
-        blocks.setdefault(key, []).append(paper_id)
-    return blocks
+async def _index_papers(conn: Connection, save: PapersSave, query_id: int) -> None:
+    """A query's papers into the paper index (backends.paper_saving), its items linked."""
+    blocks = await _blocks(conn, save.identifier_keys, save.title_keys)
+    titled = await _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
+    candidates = await _papers(conn, ("*",), save.candidate_ids(titled))
+    writes = save.writes(candidates, await _words(conn, save.title_words(candidates)))
+    paper_ids = await _write_papers(conn, writes)
+    cursor = conn.cursor()
+    await cursor.executemany(
+        "UPDATE serp_items SET paper_id = %s WHERE query_id = %s AND normalized_url = %s",
+        [
+            (paper_id, query_id, url)
+            for paper_id, write in zip(paper_ids, writes, strict=True)
+            for url in write.urls
+        ],
+    )
+    await cursor.executemany(
+        "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        save.written(paper_ids),
+    )
+    await cursor.executemany(
+        "INSERT INTO paper_words (word, kind) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        save.word_entries,
+    )
+
+
+async def _blocks(
+    conn: Connection, identifier_keys: Sequence[str], title_keys: Sequence[str]
+) -> dict[str, list[int] | None]:
+    """The stored blocks of identifier keys, whole, and of title keys, None when full (a key no
+    paper has is absent)."""
+    return {
+        key: members
+        for key, members in await _fetch(
+            conn,
+            "SELECT block_key, array_agg(paper_id) FROM paper_blocks"
+            " WHERE block_key = ANY(%s) GROUP BY block_key"
+            " UNION ALL"
+            " SELECT block_key, CASE WHEN COUNT(*) < %s THEN array_agg(paper_id) END"
+            " FROM paper_blocks WHERE block_key = ANY(%s) GROUP BY block_key",
+            (list(identifier_keys), BLOCK_LIMIT, list(title_keys)),
+        )
+    }
+
+
+async def _words(conn: Connection, words: Sequence[str]) -> list[tuple[str, str]]:
+    """The (word, kind) rows of `words` known from stored records' author and venue fields."""
+    return [
+        (word, kind)
+        for word, kind in await _fetch(
+            conn, "SELECT word, kind FROM paper_words WHERE word = ANY(%s)", (list(words),)
+        )
+    ]
 
 
 async def _papers(conn: Connection, columns: Sequence[str], ids: Sequence[int]):

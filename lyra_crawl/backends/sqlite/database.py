@@ -9,8 +9,8 @@ upgrading read locks, and WAL lets readers go on while one writes. Several crawl
 
 Opening applies schema.sql (tables, indexes, and columns added since an older file was made),
 then what a newer schema version needs beyond them (`_upgrade`; version 3: the paper index's
-blocks, the records kept for matching and every paper's evidence), and marks `running` queries
-whose process is gone as interrupted.
+blocks and words, the records kept for matching and every paper's evidence), and marks
+`running` queries whose process is gone as interrupted.
 """
 
 from __future__ import annotations
@@ -178,13 +178,14 @@ class SqliteDatabase:
 
 
 def _upgrade(conn: sqlite3.Connection) -> None:
-    """Version 3: papers stored before the paper index get its blocks, the records kept
-    for matching and their evidence."""
+    """Version 3: papers stored before the paper index get its blocks and words, the records
+    kept for matching and their evidence."""
     upgrade = upgrade_to_index(conn.execute("SELECT * FROM papers"))
     conn.executemany(
         "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
         upgrade.blocks,
     )
+    conn.executemany("INSERT OR IGNORE INTO paper_words (word, kind) VALUES (?, ?)", upgrade.words)
     conn.executemany(
         f"UPDATE papers SET {', '.join(f'{c} = ?' for c in UPGRADED_COLUMNS)} WHERE id = ?",
         [

@@ -14,12 +14,15 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from lyra_crawl.backends import paper_saving, rows
+from lyra_crawl.backends import rows
 from lyra_crawl.backends.paper_saving import (
+    NEXT_GENERATION,
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
     TITLE_COLUMNS,
+    PapersSave,
     PaperWrite,
+    StoredTitles,
 )
 from lyra_crawl.backends.records import (
     RESUMABLE_STATUSES,
@@ -41,10 +44,9 @@ from lyra_crawl.backends.records import (
     StoredQuery,
 )
 from lyra_crawl.backends.rows import instant, utc_now
-from lyra_crawl.backends.sqlite.database import SqliteBackend
+from lyra_crawl.backends.sqlite.database import SqliteBackend, SqliteDatabase
 from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper
-from lyra_crawl.papers.paper_index import block_entries
+from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
 
 _PAPER_INSERT = (
     f"INSERT INTO papers (id, {', '.join(PAPER_COLUMNS)}, created_at, updated_at)"
@@ -64,6 +66,11 @@ _ITEM_INSERT = (
 
 
 class SqliteStore(SqliteBackend):
+    def __init__(self, database: SqliteDatabase) -> None:
+        super().__init__(database)
+        # Read and written on the worker thread only, one save after another.
+        self._paper_titles = StoredTitles()
+
     # -- queries ---------------------------------------------------------------------------
 
     async def start_query(self, record: QueryRecord) -> int:
@@ -327,29 +334,19 @@ class SqliteStore(SqliteBackend):
         now = utc_now()
 
         def save(conn: sqlite3.Connection) -> None:
-            save = paper_saving.PapersSave(papers, min_abstract_chars=min_abstract_chars)
-            blocks = _blocks(conn, save.block_keys)
-            titled = _papers(conn, TITLE_COLUMNS, save.candidate_ids(blocks))
-            writes = save.writes(blocks, _papers(conn, ("*",), save.close_ids(blocks, titled)))
-            paper_ids = _write_papers(conn, writes, now)
-            conn.executemany(
-                "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
-                [
-                    (paper_id, query_id, url)
-                    for paper_id, write in zip(paper_ids, writes, strict=True)
-                    for url in write.urls
-                ],
-            )
-            conn.executemany(
-                "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
-                block_entries(
-                    blocks,
-                    (
-                        (paper_id, write.block_keys)
-                        for paper_id, write in zip(paper_ids, writes, strict=True)
+            (generation,) = conn.execute(NEXT_GENERATION).fetchone()
+            with no_cyclic_gc():
+                _index_papers(
+                    conn,
+                    PapersSave(
+                        papers,
+                        min_abstract_chars=min_abstract_chars,
+                        titles=self._paper_titles,
+                        generation=generation,
                     ),
-                ),
-            )
+                    query_id,
+                    now,
+                )
             conn.executemany(
                 "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
@@ -708,16 +705,58 @@ def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
     )
 
 
-def _blocks(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, list[int]]:
-    """The stored blocks of `keys` (a key no paper has is absent)."""
-    blocks: dict[str, list[int]] = {}
-    for key, paper_id in conn.execute(
-        "SELECT block_key, paper_id FROM paper_blocks"
-        " WHERE block_key IN (SELECT value FROM json_each(?))",
-        (json.dumps(list(keys)),),
-    ):
-        blocks.setdefault(key, []).append(paper_id)
-    return blocks
+def _index_papers(conn: sqlite3.Connection, save: PapersSave, query_id: int, now: str) -> None:
+    """A query's papers into the paper index (backends.paper_saving), its items linked."""
+    blocks = _blocks(conn, save.identifier_keys, save.title_keys)
+    titled = _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
+    candidates = _papers(conn, ("*",), save.candidate_ids(titled))
+    writes = save.writes(candidates, _words(conn, save.title_words(candidates)))
+    paper_ids = _write_papers(conn, writes, now)
+    conn.executemany(
+        "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
+        [
+            (paper_id, query_id, url)
+            for paper_id, write in zip(paper_ids, writes, strict=True)
+            for url in write.urls
+        ],
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
+        save.written(paper_ids),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_words (word, kind) VALUES (?, ?)", save.word_entries
+    )
+
+
+def _blocks(
+    conn: sqlite3.Connection, identifier_keys: Sequence[str], title_keys: Sequence[str]
+) -> dict[str, list[int] | None]:
+    """The stored blocks of identifier keys, whole, and of title keys, None when full (a key no
+    paper has is absent)."""
+    return {
+        key: None if members is None else list(map(int, members.split(",")))
+        for key, members in conn.execute(
+            "SELECT block_key, group_concat(paper_id) FROM paper_blocks"
+            " WHERE block_key IN (SELECT value FROM json_each(?)) GROUP BY block_key"
+            " UNION ALL"
+            " SELECT block_key, CASE WHEN COUNT(*) < ? THEN group_concat(paper_id) END"
+            " FROM paper_blocks WHERE block_key IN (SELECT value FROM json_each(?))"
+            " GROUP BY block_key",
+            (json.dumps(list(identifier_keys)), BLOCK_LIMIT, json.dumps(list(title_keys))),
+        )
+    }
+
+
+def _words(conn: sqlite3.Connection, words: Sequence[str]) -> list[tuple[str, str]]:
+    """The (word, kind) rows of `words` known from stored records' author and venue fields."""
+    return [
+        (word, kind)
+        for word, kind in conn.execute(
+            "SELECT word, kind FROM paper_words WHERE word IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(words)),),
+        )
+    ]
 
 
 def _papers(
@@ -769,9 +808,12 @@ def _write_papers(conn: sqlite3.Connection, writes: Sequence[PaperWrite], now: s
 
 
 def _paper_values(write: PaperWrite) -> list[object]:
+    values = write.values
     return [
-        json.dumps(write.values[column], sort_keys=True)
-        if column in PAPER_JSON_COLUMNS
-        else write.values[column]
+        _encode_sorted(values[column]) if column in PAPER_JSON_COLUMNS else values[column]
         for column in PAPER_COLUMNS
     ]
+
+
+# json.dumps(value, sort_keys=True) without building an encoder for each value.
+_encode_sorted = json.JSONEncoder(sort_keys=True).encode
