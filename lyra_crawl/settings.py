@@ -56,6 +56,9 @@ LYRA_CHROMIUM_PATH = os.environ.get("LYRA_CHROMIUM_PATH") or None
 LYRA_S2_API_KEY = os.environ.get("LYRA_S2_API_KEY", "")
 LYRA_OPENALEX_API_KEY = os.environ.get("LYRA_OPENALEX_API_KEY", "")
 LYRA_CONTACT_EMAIL = os.environ.get("LYRA_CONTACT_EMAIL", "")
+# The papers spider (`scrapy crawl papers`): landing pages it may ask for in a UTC day, counted
+# in the Coordinator across every papers crawl sharing it.
+LYRA_PAPERS_DAILY_BUDGET = os.environ.get("LYRA_PAPERS_DAILY_BUDGET") or 1000
 # A batch crawl's progress (lyra_crawl.batch.extension): seconds between two plain progress
 # lines when stderr is not a terminal (Scrapyd job logs, cron); a terminal gets a live table.
 # 0 turns progress off.
@@ -77,6 +80,10 @@ EXTENSIONS = {
 # the breaker sees every response and error before those turn it into a new request.
 # HttpCompression moves nearer still, so block detection reads decompressed pages.
 DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's robots.txt middleware, fixed (lyra_crawl.middlewares.robots_txt); it acts only
+    # for spiders with ROBOTSTXT_OBEY on (the papers spider).
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "lyra_crawl.middlewares.robots_txt.RobotsTxtMiddleware": 100,
     "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": 860,
     "lyra_crawl.middlewares.engine_turn.EngineTurnMiddleware": 805,
     "lyra_crawl.middlewares.circuit_breaker.CircuitBreakerMiddleware": 810,

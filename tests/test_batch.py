@@ -69,6 +69,24 @@ def test_entries_take_the_defaults_and_override_them(config):
     assert second.cache_key == "floods|duckduckgo,openalex||serp_max_pages=4"
 
 
+def test_an_entry_may_bound_its_citation_graph_and_a_bad_bound_is_rejected(config):
+    batch = parse_batch(
+        "defaults: {citation_depth: 2}\n"
+        "queries:\n"
+        "  - {query: peat, citation_top_k: 3}\n"
+        "  - {query: bogs, citation_depth: 9}\n",
+        config,
+        filename="b.yaml",
+    )
+
+    (entry,) = batch.entries
+    assert entry.spider_args == {"citation_depth": "2", "citation_top_k": "3", "query": "peat"}
+    (rejected,) = batch.rejected
+    assert rejected.message.startswith(
+        "b.yaml: entry 2: citation_depth must be a whole number from 0 to 2 (got '9')"
+    )
+
+
 def test_an_entry_without_engine_has_no_cache_key(config):
     (entry,) = parse_batch("queries: [drought]\n", config).entries
 

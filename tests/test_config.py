@@ -55,6 +55,8 @@ def test_bundled_config_loads_with_design_values():
     pagination = config.pagination
     assert (pagination.serp_max_pages, pagination.min_novelty_rate) == (10, 0.1)
     assert (pagination.min_harvest_rate, pagination.strategy) == (0.05, "auto")
+    citations = config.citations
+    assert (citations.depth, citations.top_k, citations.max_per_list) == (0, 10, 1000)
 
 
 def test_every_serp_engine_has_its_pagination_fields():
@@ -142,6 +144,21 @@ def test_missing_config_dir_names_the_variable(tmp_path):
             None,
             lambda d: d["pagination"].update(serp_max_pages=11),
             "pagination.serp_max_pages must be 1..10 (got 11)",
+        ),
+        (
+            None,
+            lambda d: d["citations"].update(depth=3),
+            "citations.depth must be 0..2 (got 3)",
+        ),
+        (
+            None,
+            lambda d: d["citations"].update(top_k=0),
+            "citations.top_k must be >= 1 (got 0)",
+        ),
+        (
+            None,
+            lambda d: d["citations"].update(max_per_list="all"),
+            "citations.max_per_list must be a whole number (got 'all')",
         ),
     ],
 )

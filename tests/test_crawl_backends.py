@@ -16,7 +16,9 @@ import pytest_twisted
 from lyra_crawl.backends import Backends, sqlite_url, with_backends
 from lyra_crawl.politeness.breaker import BreakerState
 from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.simulator.citations import PaperKey
 from tests.conftest import edited_config, in_own_loop, run_crawl, run_scrapy
+from tests.test_citations_e2e import expected_edges
 
 T = TypeVar("T")
 
@@ -259,3 +261,36 @@ async def test_two_queries_of_a_task_finding_a_paper_without_identifiers_store_o
     for index in both:
         assert from_openalex[index].title != from_s2[index].title or index % 4 == 3
         assert from_openalex[index].paper_id == from_s2[index].paper_id is not None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_citation_graph_is_fetched_and_stored_alike_on_both_backends(
+    backend, start_simulator, tmp_path
+):
+    simulator = start_simulator("--results-total", "20")
+
+    await backend.crawl(
+        simulator,
+        tmp_path,
+        {},
+        query="peat bogs",
+        sources="semantic_scholar,openalex",
+        serp_max_pages=1,
+        task_id="bogs",
+        citation_depth=1,
+        citation_top_k=20,
+    )
+
+    async def graph(backends: Backends):
+        store = backends.store
+        (query_id,) = await store.query_ids(task_id="bogs")
+        return await store.citation_fetches(query_id), await store.task_citation_graph("bogs")
+
+    fetches, found = backend.run(graph)
+    # The fifteen papers with an abstract, two lists at each API, and exactly the edges the
+    # simulator's graph has at them.
+    assert len(fetches) == 60 and {f.status for f in fetches} == {"done"}
+    keys = {paper.id: PaperKey("peat bogs", sim_index(paper.title)) for paper in found.papers}
+    edges = {(keys[e.citing], keys[e.cited], e.source) for e in found.edges}
+    assert len(edges) == len(found.edges)
+    assert edges == expected_edges([keys[paper_id] for paper_id in {f.paper_id for f in fetches}])

@@ -166,6 +166,14 @@ def test_scrapy_crawl_command_stores_pages(simulator, db_path):
             ["-a", "query=x", "-a", "engine=mojeek", "-a", "sources=openalex"],
             "engine 'mojeek' is given but sources (openalex) has no serp",
         ),
+        (
+            ["-a", "query=x", "-a", "citation_depth=3"],
+            "citation_depth must be a whole number from 0 to 2 (got '3')",
+        ),
+        (
+            ["-a", "query=x", "-a", "citation_top_k=none"],
+            "citation_top_k must be a whole number >= 1 (got 'none'): -a citation_top_k=N",
+        ),
     ],
 )
 def test_bad_arguments_print_one_message_and_send_nothing(simulator, db_path, args, message):

@@ -52,7 +52,7 @@ def test_fetch_urls_are_ranked_pdf_landing_arxiv_doi_pubmed_result() -> None:
         [
             record("https://www.mojeek.com/result", kind="serp"),
             record("https://doi.org/10.1/x"),  # the DOI link is built from the DOI
-            record("https://openalex.org/W1"),  # OpenAlex's own page is no landing page
+            record("https://openalex.org/W1"),  # the APIs' own pages are no landing pages
             record("https://www.semanticscholar.org/paper/abc", pdf_url="https://r.org/a.pdf"),
             record("https://journal.org/article/1"),
         ],
@@ -64,7 +64,7 @@ def test_fetch_urls_are_ranked_pdf_landing_arxiv_doi_pubmed_result() -> None:
     assert list(urls) == list(FETCH_KINDS)
     assert urls == {
         "pdf": "https://r.org/a.pdf",
-        "landing": "https://www.semanticscholar.org/paper/abc",
+        "landing": "https://journal.org/article/1",
         "arxiv": "https://arxiv.org/abs/2401.00001",
         "doi": "https://doi.org/10.1/x",
         "pubmed": "https://pubmed.ncbi.nlm.nih.gov/123/",

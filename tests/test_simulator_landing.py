@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 from parsel import Selector
+from protego import Protego
 
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.simulator.citations import OUTSIDE_BASE, PaperKey
@@ -119,3 +120,25 @@ def test_papers_outside_the_results_have_pages_too(simulator: Simulator) -> None
 
     kind = landing_kind(PaperKey(QUERY, OUTSIDE_BASE + 1))
     assert answer.status_code == (403 if kind == "forbidden" else 200), kind
+
+
+def test_an_open_access_pdf_is_a_pdf(simulator: Simulator) -> None:
+    answer = landing(simulator, "https://repository.sim/pdf/0123456789ab.pdf")
+
+    assert answer.status_code == 200
+    assert answer.headers["Content-Type"] == "application/pdf"
+    assert answer.content.startswith(b"%PDF-")
+
+
+def test_the_publishers_robots_txt_keeps_each_querys_paper_19_off_limits(
+    simulator: Simulator,
+) -> None:
+    def page(number: int) -> str:
+        path = urlsplit(make_result(QUERY, number, on_topic=True).landing_url).path
+        return f"{simulator.url}/landing{path}"
+
+    robots = Protego.parse(requests.get(f"{simulator.url}/robots.txt", timeout=10).text)
+
+    assert not robots.can_fetch(page(19), "lyra_crawl-papers")
+    assert robots.can_fetch(page(191), "lyra_crawl-papers")
+    assert robots.can_fetch(page(3), "lyra_crawl-papers")

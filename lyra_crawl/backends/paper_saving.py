@@ -4,7 +4,7 @@ A store's `save_papers` runs in one transaction (PostgreSQL: under the papers lo
 saves run one at a time across every node, as SQLite's write lock makes them), every read and
 write of it batch-shaped, one statement each over all the query's papers:
 
-1. it moves the store's paper index generation on (`NEXT_GENERATION`; see `StoredTitles`);
+1. it moves the store's paper index generation on (`NEXT_GENERATION`, `PapersSave.start`);
    reads the blocks of the query's papers' identifiers (`PapersSave.identifier_keys`, whole)
    and title keys (`PapersSave.title_keys`: word and edge keys; a block of BLOCK_LIMIT papers
    or more is full and read as None); then `TITLE_COLUMNS` of the papers in the title blocks
@@ -164,12 +164,10 @@ class PapersSave:
         *,
         min_abstract_chars: int,
         titles: StoredTitles,
-        generation: int,
     ) -> None:
         self.papers = papers
         self.min_abstract_chars = min_abstract_chars
         self._titles = titles
-        titles.start(generation)
         self._queried = [QueryPaper(paper) for paper, _ in papers]
         # What the steps found, for the next ones.
         self._blocks: Blocks = {}
@@ -177,6 +175,10 @@ class PapersSave:
         self._titled: set[int] = set()
         self._candidates: list[set[int]] = []
         self._writes: list[PaperWrite] = []
+
+    def start(self, generation: int) -> None:
+        """The save's transaction moved the store's paper index generation to `generation`."""
+        self._titles.start(generation)
 
     @property
     def identifier_keys(self) -> list[str]:
@@ -373,12 +375,10 @@ UPGRADED_COLUMNS = (
 
 @dataclass(frozen=True)
 class IndexUpgrade:
-    """What papers stored before the index need: their block memberships (key, paper id), the
-    (word, kind) rows of their records' author and venue fields, and each row's values
-    (UPGRADED_COLUMNS among them; JSON decoded)."""
+    """What papers stored before the index need: their block memberships (key, paper id), and
+    each row's values (UPGRADED_COLUMNS among them; JSON decoded)."""
 
     blocks: list[tuple[str, int]]
-    words: list[tuple[str, str]]
     rows: list[tuple[int, Values]]
 
 
@@ -404,7 +404,24 @@ def upgrade_to_index(rows: Iterable[Row]) -> IndexUpgrade:
         )
         upgraded.append((int(row["id"]), merge_values([values], PapersPolicy().min_abstract_chars)))
     keyed = [(row_id, stored_block_keys(values["match_records"])) for row_id, values in upgraded]
-    words = known_words(
-        record for _, values in upgraded for record in kept_paper_records(values["match_records"])
-    )
-    return IndexUpgrade(block_entries({}, keyed), word_entries(words), upgraded)
+    return IndexUpgrade(block_entries({}, keyed), upgraded)
+
+
+@dataclass(frozen=True)
+class MatchingUpgrade:
+    """What papers stored before a save read the words of records and stored papers' titles
+    need: the (word, kind) rows of their kept records' author and venue fields, and each row's
+    `match_titles` as a save reads them (its kept titles normalised; once their compact form),
+    as (match_titles, paper id)."""
+
+    words: list[tuple[str, str]]
+    titles: list[tuple[str, int]]
+
+
+def upgrade_matching(rows: Iterable[Row]) -> MatchingUpgrade:
+    """The words and titles of papers stored before them, from their rows (a store's schema
+    upgrade)."""
+    kept = [(int(row["id"]), kept_records(row)) for row in rows]
+    words = known_words(record for _, found in kept for record in kept_paper_records(found))
+    titles = [("\n".join(kept_titles(found)), row_id) for row_id, found in kept]
+    return MatchingUpgrade(word_entries(words), titles)

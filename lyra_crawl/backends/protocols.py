@@ -23,11 +23,15 @@ from lyra_crawl.backends.records import (
     BatchRecord,
     BlockCount,
     BreakerChange,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EngineState,
     EntrySpec,
     Intervention,
+    LandingPage,
     PageRecord,
+    PaperToRead,
     QueryRecord,
     RateClaim,
     RequestBucket,
@@ -148,6 +152,63 @@ class ResultStore(Backend, Protocol):
     async def papers_of(self, query_id: int) -> list[StoredPaper]: ...
 
     async def attribution_counts(self, query_id: int) -> dict[str, int]: ...
+
+    # -- the citation graph ----------------------------------------------------------------
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        """The query's first `limit` papers by fused rank that are read from their abstract
+        (evidence = abstract): where its citation graph starts."""
+        ...
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
+    ) -> int:
+        """One answer's papers at the other end of `fetch`'s list, in one transaction: each
+        merged into the paper index like a query's papers (the rows it joins keep their
+        attribution: backends.citation_saving), an edge between it and the fetched paper (its
+        direction the list's, none to itself), and the fetch's row (`fetch.links` added to it,
+        its status set). Returns the edges newly stored."""
+        ...
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        """Set the status and detail of each fetch's row (created with no links if missing)."""
+        ...
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]: ...
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        """Where the next level starts: the papers the query's `level` fetches reached that are
+        read from their abstract and whose lists the query has not fetched, those with the most
+        edges to them first, at most `limit`."""
+        ...
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        """The task's papers (those its queries found, or found for the queries whose cached
+        results they re-used) and the edges their fetches read, with the papers at their
+        ends."""
+        ...
+
+    # -- landing pages (the papers spider) -------------------------------------------------
+    async def papers_to_read(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[PaperToRead]:
+        """The papers a task's queries (or one query) found that are queued for a fetch
+        (`evidence = fetch`), by id, each with the landing page last asked for it and what
+        that gave."""
+        ...
+
+    async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
+        """Keep what asking for a paper's landing page gave (one row per paper and URL, its
+        attempts counted). With `abstract`, the paper takes it and its evidence becomes
+        `abstract`, in the same transaction."""
+        ...
+
+    async def landing_pages(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[LandingPage]:
+        """The landing pages asked for a task's (or a query's) papers, by paper id and URL."""
+        ...
 
     # -- search-level cache ----------------------------------------------------------------
     async def fresh_cache_entry(self, key: str, now: datetime) -> int | None: ...

@@ -157,6 +157,73 @@ class StoredPaper:
     fetch_urls: Mapping[str, str] = field(default_factory=dict)
 
 
+# -- the citation graph ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CitationFetch:
+    """One list (references or citations) of one paper at one source, fetched for a query: a
+    `citation_fetches` row. `status`: running while pages come, then done, or why it stopped
+    (quota, blocked, error, layout_changed, cancelled); `links`: papers read at the other end."""
+
+    query_id: int
+    paper_id: int
+    source: str
+    relation: str
+    level: int
+    status: str = "running"
+    links: int = 0
+    detail: str = ""
+    fetched_at: str | None = None
+
+
+@dataclass(frozen=True)
+class CitationEdge:
+    """A `citations` row: `citing` cites `cited`, as `source` says."""
+
+    citing: int
+    cited: int
+    source: str
+    fetched_at: str = ""
+
+
+@dataclass(frozen=True)
+class CitationGraph:
+    """A task's citation graph: its papers (search results and the papers its fetches reached)
+    and the edges its fetches read."""
+
+    papers: list[StoredPaper]
+    edges: list[CitationEdge]
+
+
+@dataclass(frozen=True)
+class PaperToRead:
+    """A paper queued for a fetch (`evidence = fetch`), with the page last asked for it and
+    what that gave (lyra_crawl.papers.landing_fetch decides whether to ask again)."""
+
+    paper_id: int
+    title: str
+    fetch_url: str | None
+    fetch_urls: Mapping[str, str] = field(default_factory=dict)
+    last_url: str | None = None
+    last_outcome: str | None = None
+
+
+@dataclass(frozen=True)
+class LandingPage:
+    """A paper's landing page as last asked for (a `landing_pages` row): the outcome
+    (lyra_crawl.papers.landing.LandingOutcome), the metadata field the abstract came from."""
+
+    paper_id: int
+    url: str
+    outcome: str
+    detail: str = ""
+    http_status: int | None = None
+    metadata_field: str | None = None
+    attempts: int = 1
+    fetched_at: str = ""
+
+
 # -- interventions ---------------------------------------------------------------------------
 
 

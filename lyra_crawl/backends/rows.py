@@ -1,7 +1,8 @@
 """What every SQL backend shares: rows to the typed records, the item columns, instants as text,
 dead crawls on this host, a batch's figures from grouped rows. No SQL (each backend keeps its
-own dialect; saving papers, planned without SQL too, is backends.paper_saving) but
-STALE_PARSERS, which both read alike.
+own dialect; saving papers, planned without SQL too, is backends.paper_saving) but the reads
+both run alike: STALE_PARSERS and the citation graph's (`?` placeholders, which `postgres` turns
+into psycopg's `%s`).
 
 A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
 as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
@@ -23,9 +24,14 @@ from lyra_crawl.backends.records import (
     BatchEntry,
     BatchProgress,
     BlockCount,
+    CitationEdge,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     Intervention,
+    LandingPage,
     Moments,
+    PaperToRead,
     StaleParser,
     StoredItem,
     StoredPage,
@@ -148,6 +154,108 @@ def stored_paper(row: Row) -> StoredPaper:
     values["sources"] = tuple(decode_json(row["sources"], []))
     values["fetch_urls"] = decode_json(row["fetch_urls"], {})
     return StoredPaper(**values)
+
+
+def citation_fetch(row: Row) -> CitationFetch:
+    return CitationFetch(**{name: row[name] for name in _field_names(CitationFetch)})
+
+
+def postgres(sql: str) -> str:
+    """A shared read with psycopg's placeholders."""
+    return sql.replace("?", "%s")
+
+
+# A paper read from its abstract: where a citation graph starts and goes on from.
+_READ_FROM_ABSTRACT = "paper.evidence = 'abstract'"
+# The query's papers by their best fused rank (query id, limit).
+CITATION_SEEDS = (
+    "SELECT paper.* FROM papers AS paper JOIN ("
+    "  SELECT paper_id, MIN(fused_rank) AS best FROM serp_items"
+    "  WHERE query_id = ? AND paper_id IS NOT NULL GROUP BY paper_id"
+    ") AS ranked ON ranked.paper_id = paper.id"
+    f" WHERE {_READ_FROM_ABSTRACT}"
+    " ORDER BY ranked.best IS NULL, ranked.best, paper.id LIMIT ?"
+)
+# The papers a query's fetches of one level reached, most edges first: a paper's references
+# start at it, its citations end there (query id, level, query id, level, query id, limit).
+CITATION_FRONTIER = (
+    "SELECT paper.* FROM papers AS paper JOIN ("
+    "  SELECT reached, COUNT(*) AS edges FROM ("
+    "    SELECT edge.cited_paper_id AS reached FROM citation_fetches AS list"
+    "    JOIN citations AS edge"
+    "    ON edge.citing_paper_id = list.paper_id AND edge.source = list.source"
+    "    WHERE list.query_id = ? AND list.level = ? AND list.relation = 'references'"
+    "    UNION ALL"
+    "    SELECT edge.citing_paper_id FROM citation_fetches AS list"
+    "    JOIN citations AS edge"
+    "    ON edge.cited_paper_id = list.paper_id AND edge.source = list.source"
+    "    WHERE list.query_id = ? AND list.level = ? AND list.relation = 'citations'"
+    "  ) AS ends GROUP BY reached"
+    ") AS frontier ON frontier.reached = paper.id"
+    f" WHERE {_READ_FROM_ABSTRACT} AND paper.id NOT IN"
+    "  (SELECT paper_id FROM citation_fetches WHERE query_id = ?)"
+    " ORDER BY frontier.edges DESC, paper.id LIMIT ?"
+)
+# A task's queries and those whose cached results they re-used, and the edges their fetches
+# read (task id, task id).
+_TASK_EDGES = (
+    "WITH task AS (SELECT id FROM queries WHERE task_id = ?"
+    " UNION SELECT cached_from FROM queries WHERE task_id = ? AND cached_from IS NOT NULL),"
+    " fetched AS (SELECT DISTINCT paper_id, source, relation FROM citation_fetches"
+    " WHERE query_id IN (SELECT id FROM task)),"
+    " edges AS (SELECT edge.* FROM citations AS edge JOIN fetched"
+    " ON fetched.relation = 'references' AND edge.citing_paper_id = fetched.paper_id"
+    " AND edge.source = fetched.source"
+    " UNION SELECT edge.* FROM citations AS edge JOIN fetched"
+    " ON fetched.relation = 'citations' AND edge.cited_paper_id = fetched.paper_id"
+    " AND edge.source = fetched.source)"
+)
+TASK_CITATION_EDGES = (
+    f"{_TASK_EDGES} SELECT * FROM edges ORDER BY citing_paper_id, cited_paper_id, source"
+)
+# The task's papers: those its queries found and those at the ends of its edges.
+TASK_CITATION_PAPERS = (
+    f"{_TASK_EDGES} SELECT * FROM papers WHERE id IN (SELECT paper_id FROM serp_items"
+    " WHERE query_id IN (SELECT id FROM task)) OR id IN (SELECT citing_paper_id FROM edges)"
+    " OR id IN (SELECT cited_paper_id FROM edges) ORDER BY id"
+)
+
+
+def citation_graph(papers: Iterable[Row], edges: Iterable[Row]) -> CitationGraph:
+    return CitationGraph([stored_paper(row) for row in papers], [citation_edge(r) for r in edges])
+
+
+# The columns of a `citation_fetches` row a store writes (fetched_at is the store's).
+CITATION_FETCH_COLUMNS = (
+    "query_id",
+    "paper_id",
+    "source",
+    "relation",
+    "level",
+    "status",
+    "links",
+    "detail",
+)
+
+
+def citation_fetch_values(fetch: CitationFetch) -> tuple[Any, ...]:
+    return tuple(getattr(fetch, column) for column in CITATION_FETCH_COLUMNS)
+
+
+def citation_edge(row: Row) -> CitationEdge:
+    return CitationEdge(
+        row["citing_paper_id"], row["cited_paper_id"], row["source"], row["fetched_at"]
+    )
+
+
+def paper_to_read(row: Row) -> PaperToRead:
+    values = {name: row[name] for name in _field_names(PaperToRead)}
+    values["fetch_urls"] = decode_json(row["fetch_urls"], {})
+    return PaperToRead(**values)
+
+
+def landing_page(row: Row) -> LandingPage:
+    return LandingPage(**{name: row[name] for name in _field_names(LandingPage)})
 
 
 def intervention(row: Row) -> Intervention:
@@ -283,3 +391,52 @@ def depth_rates(found: Iterable[Sequence[Any]]) -> list[DepthRates]:
             harvest_sq,
         ) in found
     ]
+
+
+# -- landing pages: the SQL both stores run ("?" placeholders; `postgres` for psycopg's) -------
+
+# The papers a task's queries (task id) or one query (query id) found.
+_PAPERS_OF_TARGET = (
+    "SELECT item.paper_id FROM serp_items AS item JOIN queries AS query"
+    " ON query.id = item.query_id WHERE query.task_id = ? OR query.id = ?"
+)
+# Those queued for a fetch, each with its latest landing page (task id, query id).
+PAPERS_TO_READ = (
+    "SELECT paper.id AS paper_id, paper.title, paper.fetch_url, paper.fetch_urls,"
+    " last.url AS last_url, last.outcome AS last_outcome FROM papers AS paper"
+    " LEFT JOIN (SELECT paper_id, url, outcome, ROW_NUMBER() OVER"
+    " (PARTITION BY paper_id ORDER BY fetched_at DESC, url) AS latest FROM landing_pages)"
+    " AS last ON last.paper_id = paper.id AND last.latest = 1"
+    f" WHERE paper.evidence = 'fetch' AND paper.id IN ({_PAPERS_OF_TARGET})"
+    " ORDER BY paper.id"
+)
+# The landing pages of a task's or a query's papers (task id, query id).
+LANDING_PAGES = (
+    f"SELECT * FROM landing_pages WHERE paper_id IN ({_PAPERS_OF_TARGET}) ORDER BY paper_id, url"
+)
+# A paper's landing page as asked for, its attempts counted (LandingPage's fields up to
+# metadata_field, then the time: a parameter, or the server's `now()` in place of the last ?).
+LANDING_PAGE_UPSERT = (
+    "INSERT INTO landing_pages (paper_id, url, outcome, detail, http_status,"
+    " metadata_field, attempts, fetched_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)"
+    " ON CONFLICT (paper_id, url) DO UPDATE SET outcome = excluded.outcome,"
+    " detail = excluded.detail, http_status = excluded.http_status,"
+    " metadata_field = excluded.metadata_field,"
+    " attempts = landing_pages.attempts + 1, fetched_at = excluded.fetched_at"
+)
+# A paper takes the abstract read from its landing page (abstract, the time, paper id).
+PAPER_FROM_LANDING = (
+    "UPDATE papers SET abstract = ?, evidence = 'abstract', fetch_url = NULL,"
+    " evidence_reason = NULL, updated_at = ? WHERE id = ?"
+)
+
+
+def landing_page_values(page: LandingPage) -> tuple[Any, ...]:
+    return (
+        page.paper_id,
+        page.url,
+        page.outcome,
+        page.detail,
+        page.http_status,
+        page.metadata_field,
+    )

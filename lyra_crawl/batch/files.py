@@ -45,6 +45,8 @@ BATCH_OPTIONS = (
     "time_range",
     "task_id",
     "novelty_scope",
+    "citation_depth",
+    "citation_top_k",
 )
 # Options that are lists in YAML and comma-separated in a spider argument.
 LIST_OPTIONS = frozenset({"sources"})

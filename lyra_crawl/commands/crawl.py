@@ -1,11 +1,13 @@
-"""`scrapy crawl`, with serp's arguments, config and backends checked before the crawl starts.
+"""`scrapy crawl`, with lyra's spiders' arguments, config and backends checked before the crawl.
 
-A wrong argument, config file or store URL ends the run with one `error:` line naming the
-problem and the fix, exit status 2, and no request sent. A crawl closed because the store
-refused a write mid-crawl (disk full, read-only) exits with status 1. A crawl whose source
-stopped on a page its parse rules no longer read (stop reason `layout_changed`) exits 0, like a
-source stopped by a block: the crawl itself did not fail, it kept every page before that one;
-its one WARNING names the saved page and the fix, and `scrapy engines` keeps saying it.
+A wrong argument, setting, config file or store URL ends the run with one `error:` line naming
+the problem and the fix, exit status 2, and no request sent: `serp`'s arguments
+(query.arguments.parse_launch); `papers`' task or query, which the store must hold, and its
+daily budget. A crawl closed because the store refused a write mid-crawl (disk full, read-only)
+exits with status 1. A crawl whose source stopped on a page its parse rules no longer read
+(stop reason `layout_changed`) exits 0, like a source stopped by a block: the crawl itself did
+not fail, it kept every page before that one; its one WARNING names the saved page and the fix,
+and `scrapy engines` keeps saying it.
 """
 
 from __future__ import annotations
@@ -19,10 +21,18 @@ from scrapy.settings import BaseSettings
 from scrapy.spiders import Spider
 
 from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
+from lyra_crawl.backends.protocols import ResultStore
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, load_config
-from lyra_crawl.query.arguments import ArgumentError, parse_launch
+from lyra_crawl.query.arguments import (
+    ArgumentError,
+    PapersTarget,
+    parse_launch,
+    parse_papers_budget,
+    parse_papers_target,
+)
 from lyra_crawl.session.crawl import STORAGE_ERROR
+from lyra_crawl.spiders.papers import PapersSpider
 from lyra_crawl.spiders.serp import SerpSpider
 
 EXIT_BAD_INPUT = 2
@@ -33,10 +43,17 @@ class Command(ScrapyCrawlCommand):
     _crawler: Crawler | None = None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if args and args[0] == SerpSpider.name:
+        spider = args[0] if args else None
+        if spider in (SerpSpider.name, PapersSpider.name):
             try:
-                parse_launch(opts.spargs, load_config(self.settings.get("LYRA_CONFIG_DIR")))
-                run_sync(check_backends(self.settings))
+                config = load_config(self.settings.get("LYRA_CONFIG_DIR"))
+                target = None
+                if spider == SerpSpider.name:
+                    parse_launch(opts.spargs, config)
+                else:
+                    target = parse_papers_target(opts.spargs)
+                    parse_papers_budget(self.settings.get("LYRA_PAPERS_DAILY_BUDGET"))
+                run_sync(check_backends(self.settings, target))
             except (ArgumentError, ConfigError, BackendError) as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = EXIT_BAD_INPUT
@@ -52,7 +69,26 @@ class Command(ScrapyCrawlCommand):
         return self._crawler
 
 
-async def check_backends(settings: BaseSettings) -> None:
-    """Open and close the store and coordinator the settings name: BackendError if unusable."""
+async def check_backends(settings: BaseSettings, target: PapersTarget | None = None) -> None:
+    """Open and close the store and coordinator the settings name: BackendError if unusable;
+    with a papers spider's `target`, ArgumentError unless the store holds its task or query."""
     backends = await open_backends(urls_from_settings(settings))
-    await backends.close()
+    try:
+        if target is not None:
+            await _check_stored(backends.store, target)
+    finally:
+        await backends.close()
+
+
+async def _check_stored(store: ResultStore, target: PapersTarget) -> None:
+    if target.query_id is not None:
+        if await store.query(target.query_id) is None:
+            raise ArgumentError(
+                f"query_id {target.query_id} is not in the store ({store.url}): "
+                "give the id of a crawled query (scrapy report lists them)"
+            )
+    elif not await store.query_ids(task_id=target.task_id):
+        raise ArgumentError(
+            f"task_id {target.task_id!r} has no queries in the store ({store.url}): crawl it "
+            f'first (scrapy crawl serp -a task_id={target.task_id} -a query="…")'
+        )

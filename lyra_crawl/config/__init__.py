@@ -16,6 +16,7 @@ from lyra_crawl.config.loading import (
     read_bundled,
 )
 from lyra_crawl.config.models import (
+    CITATION_DEPTHS,
     DEFAULT_COOLDOWNS_S,
     FAMILIES,
     FOLLOW_UP_PLACEHOLDERS,
@@ -34,6 +35,7 @@ from lyra_crawl.config.models import (
     TIME_RANGES,
     BlockRule,
     BreakerPolicy,
+    CitationPolicy,
     EnginePolicy,
     EngineSpec,
     FollowUp,
@@ -47,6 +49,7 @@ from lyra_crawl.config.models import (
 
 __all__ = [
     "BUNDLED_FOLDER",
+    "CITATION_DEPTHS",
     "DEFAULT_COOLDOWNS_S",
     "FAMILIES",
     "FOLLOW_UP_PLACEHOLDERS",
@@ -66,6 +69,7 @@ __all__ = [
     "TIME_RANGES",
     "BlockRule",
     "BreakerPolicy",
+    "CitationPolicy",
     "ConfigError",
     "EnginePolicy",
     "EngineSpec",

@@ -67,6 +67,7 @@ def parse_config(parsers_yaml: str, policy_yaml: str, *, source: str = "") -> Ly
         breaker=policy.breaker,
         lastmile=policy.lastmile,
         papers=policy.papers,
+        citations=policy.citations,
         source=source,
     )
 

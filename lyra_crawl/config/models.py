@@ -395,6 +395,29 @@ class LastMilePolicy:
     max_share: Share = 0.1
 
 
+# -a citation_depth: 0 (no citation graph) .. 2 (the references and citations of those too).
+CITATION_DEPTHS = (0, 2)
+
+
+@dataclass(frozen=True)
+class CitationPolicy:
+    """How far a query's citation graph goes (engines.yaml `citations:`)."""
+
+    # The defaults of -a citation_depth and -a citation_top_k: the graph of the top_k papers
+    # with an abstract, by fused rank, `depth` steps out (lyra_crawl.papers.citation_crawl).
+    depth: Annotated[
+        Whole,
+        bounded(
+            lambda n: CITATION_DEPTHS[0] <= n <= CITATION_DEPTHS[1],
+            f"must be {CITATION_DEPTHS[0]}..{CITATION_DEPTHS[1]}",
+        ),
+    ] = 0
+    top_k: AtLeastOne = 10
+    # At most this many of one paper's references (or citations) are read from each API: a
+    # classic cited 50,000 times would otherwise cost hundreds of requests.
+    max_per_list: AtLeastOne = 1000
+
+
 @dataclass(frozen=True)
 class PapersPolicy:
     """How canonical papers are read (engines.yaml `papers:`)."""
@@ -436,6 +459,7 @@ class PolicyFile:
     )
     lastmile: Annotated[LastMilePolicy, null_as({})] = field(default_factory=LastMilePolicy)
     papers: Annotated[PapersPolicy, null_as({})] = field(default_factory=PapersPolicy)
+    citations: Annotated[CitationPolicy, null_as({})] = field(default_factory=CitationPolicy)
 
 
 def _lastmile_rules(policy: PolicyFile) -> PolicyFile:
@@ -470,6 +494,7 @@ class LyraConfig:
     breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
     lastmile: LastMilePolicy = field(default_factory=LastMilePolicy)
     papers: PapersPolicy = field(default_factory=PapersPolicy)
+    citations: CitationPolicy = field(default_factory=CitationPolicy)
     source: str = ""
 
     def engine(self, name: str) -> EngineSpec:

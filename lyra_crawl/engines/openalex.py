@@ -32,34 +32,38 @@ SHAPE = "results (a list of works) or a single work (id https://openalex.org/W�
 
 def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extracted:
     doc, problem = json_document(body, SHAPE)
-    if problem is not None:
-        return problem
+    return problem if problem is not None else read_works(doc)
+
+
+def read_works(doc: dict[str, Any]) -> Extracted:
+    """The works of a decoded answer: a list's, or a single work's as a page of one."""
     if "error" in doc:
         detail = ": ".join(str(doc[key]) for key in ("error", "message") if doc.get(key))
         return Extracted(error=f"OpenAlex error: {detail}")
     if "results" not in doc:
         if "id" not in doc:
             return layout_changed(SHAPE, f"the body has {key_paths(doc) or 'no keys'}")
-        if not _is_work(doc):
+        if not is_work(doc):
             return layout_changed(SHAPE, f"the body is {doc['id']}")
-        results, dropped = record_results([doc], _result)
+        results, dropped = record_results([doc], work_result)
         return Extracted(results=results, dropped=dropped)
     records = doc["results"]
     groups = doc.get("group_by")
     if not isinstance(records, list) or (groups and not records):
         found = f"{len(groups)} group_by counts" if groups else "results that are not a list"
         return layout_changed(SHAPE, f"the body has {found}")
-    if records and not any(_is_work(record) for record in records):
+    if records and not any(is_work(record) for record in records):
         first = records[0].get("id") if isinstance(records[0], dict) else records[0]
         return layout_changed(SHAPE, f"the results are other entities ({first}, …)")
-    results, dropped = record_results(records, _result)
+    results, dropped = record_results(records, work_result)
     shown = (doc.get("meta") or {}).get("page")
     return Extracted(
         results=results, shown_page=shown if isinstance(shown, int) else None, dropped=dropped
     )
 
 
-def _is_work(record: object) -> bool:
+def is_work(record: object) -> bool:
+    """Whether a JSON value is a work (its id an https://openalex.org/W… URL)."""
     return isinstance(record, dict) and str(record.get("id", "")).startswith(WORK_ID_PREFIX + "W")
 
 
@@ -73,7 +77,8 @@ def abstract_text(inverted_index: dict[str, list[int]] | None) -> str | None:
     return " ".join(positions[position] for position in sorted(positions)) or None
 
 
-def _result(work: dict[str, Any]) -> SerpResult | None:
+def work_result(work: dict[str, Any]) -> SerpResult | None:
+    """A work as a result; None without a title or an id."""
     work_id = str(work.get("id") or "")
     title = " ".join((work.get("title") or work.get("display_name") or "").split())
     if not title or not work_id:

@@ -15,6 +15,7 @@ from urllib.parse import urlencode, urlsplit
 from w3lib.url import url_query_cleaner
 
 from lyra_crawl.config import SECRET_PLACEHOLDERS, SECRET_SETTINGS, EngineSpec
+from lyra_crawl.config.fields import placeholders
 from lyra_crawl.engines.base import PageRequest
 
 _LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})?$")
@@ -123,9 +124,8 @@ def build_page_request(
         "region": region_value,
         "language": region_value,
     }
-    given = {name: (secrets or {}).get(name, "") for name in SECRET_PLACEHOLDERS}
+    given, missing = _secret_values(secrets)
     values.update(given)
-    missing = [f"{{{name}}}" for name, value in given.items() if not value]
     omitted = spec.first_page_omits if page_number == 1 else ()
     params = _rendered(
         {key: value for key, value in spec.params.items() if key not in omitted}, values, missing
@@ -138,6 +138,34 @@ def build_page_request(
     if spec.method == "POST":
         return PageRequest(url=base, method="POST", formdata=tuple(params), headers=headers)
     return PageRequest(url=url, headers=headers)
+
+
+def build_api_request(
+    spec: EngineSpec,
+    url: str,
+    params: Sequence[tuple[str, str]],
+    *,
+    secrets: Mapping[str, str] | None = None,
+) -> PageRequest:
+    """A GET to another endpoint of an API engine (a paper's references, say), with the
+    engine's credentials as its page requests carry them: its headers, and the parameters that
+    hold only secrets (api_key, mailto). One whose secret is missing is left out."""
+    values, missing = _secret_values(secrets)
+    credentials = {
+        key: template
+        for key, template in spec.params.items()
+        if placeholders(template) and placeholders(template) <= SECRET_PLACEHOLDERS
+    }
+    query = [*params, *_rendered(credentials, values, missing)]
+    full = f"{url}?{urlencode(query)}" if query else url
+    ensure_engine_host(spec, full)
+    return PageRequest(url=full, headers=tuple(_rendered(spec.headers, values, missing)))
+
+
+def _secret_values(secrets: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:
+    """Each secret placeholder's value ('' when not given), and the placeholders left empty."""
+    given = {name: (secrets or {}).get(name, "") for name in SECRET_PLACEHOLDERS}
+    return given, [f"{{{name}}}" for name, value in given.items() if not value]
 
 
 def with_query(spec: EngineSpec, page: PageRequest, query: str) -> PageRequest:

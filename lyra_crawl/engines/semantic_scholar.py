@@ -44,7 +44,7 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
     foreign = foreign_records(records, PAPER_KEYS)
     if foreign:
         return layout_changed(SHAPE, f"data: {foreign}")
-    results, dropped = record_results(records, _result)
+    results, dropped = record_results(records, paper_result)
     offset = doc.get("offset")
     # An answer without records says offset 0 whatever was asked: only a page of records
     # tells which page it is.
@@ -52,7 +52,8 @@ def extract(spec: EngineSpec, body: bytes, page_number: int, url: str) -> Extrac
     return Extracted(results=results, shown_page=shown, dropped=dropped)
 
 
-def _result(record: dict[str, Any]) -> SerpResult | None:
+def paper_result(record: dict[str, Any]) -> SerpResult | None:
+    """A paper record as a result; None without a title or a paperId."""
     paper_id = record.get("paperId") or ""
     title = " ".join((record.get("title") or "").split())
     if not title or not paper_id:

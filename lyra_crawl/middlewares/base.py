@@ -13,22 +13,13 @@ from typing import ClassVar, Self
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import NotConfigured
 
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.session.crawl import CrawlSession
-from lyra_crawl.session.request_state import RequestState, request_state
+from lyra_crawl.session.request_state import RequestRefused, RequestState, request_state
 
 logger = logging.getLogger(__name__)
-
-
-class RequestRefused(IgnoreRequest):
-    """A politeness rule refused the request; `stop_reason` ends that source's pagination."""
-
-    def __init__(self, engine: str, stop_reason: str, message: str) -> None:
-        super().__init__(message)
-        self.engine = engine
-        self.stop_reason = stop_reason
 
 
 class EngineMiddleware:

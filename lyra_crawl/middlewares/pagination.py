@@ -34,12 +34,16 @@ from lyra_crawl.backends.records import BackendError, PageRecord
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.engines.urls import normalize_url
 from lyra_crawl.items import ResultItem
-from lyra_crawl.middlewares.base import RequestRefused
 from lyra_crawl.paging.stop_rules import StopReason
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.page_outcome import PageOutcome, page_judged
 from lyra_crawl.session.query import QuerySession
-from lyra_crawl.session.request_state import RequestKind, RequestState, request_state
+from lyra_crawl.session.request_state import (
+    RequestKind,
+    RequestRefused,
+    RequestState,
+    request_state,
+)
 from lyra_crawl.session.saved_pages import page_suffix, save_page, stale_page_path
 
 logger = logging.getLogger(__name__)

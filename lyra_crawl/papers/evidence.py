@@ -8,7 +8,7 @@ A paper whose abstract from a source reaches `min_abstract_chars` (engines.yaml
 1. `pdf`: an open-access PDF a paper API names (OpenAlex `best_oa_location.pdf_url`, Semantic
    Scholar `openAccessPdf.url`): the full text;
 2. `landing`: the paper's landing page as a paper API gives it (OpenAlex
-   `primary_location.landing_page_url`, the Semantic Scholar paper page, PubMed's record…);
+   `primary_location.landing_page_url`, any API record's URL on the publisher's own host);
 3. `arxiv`: the arXiv abstract page of its arXiv id;
 4. `doi`: its DOI link (the resolver redirects to the publisher's page);
 5. `pubmed`: the PubMed page of its PMID;
@@ -37,10 +37,11 @@ __all__ = [
 
 FETCH_KINDS = ("pdf", "landing", "arxiv", "doi", "pubmed", "result")
 # A record URL on one of these hosts is the page of an identifier the record carries anyway,
-# built from the identifier instead; OpenAlex's own work pages are an API client's view, not a
-# landing page, and rank with search results.
+# built from the identifier instead; the APIs' own pages of a paper (OpenAlex's work page,
+# Semantic Scholar's paper page) are an API client's view, not the publisher's landing page,
+# and rank with search results: the DOI link leads to the publisher's page instead.
 _IDENTIFIER_HOSTS = ("doi.org", "dx.doi.org", "arxiv.org", "pubmed.ncbi.nlm.nih.gov")
-_RESULT_HOSTS = ("openalex.org",)
+_RESULT_HOSTS = ("openalex.org", "semanticscholar.org")
 
 EvidenceKind = Literal["abstract", "fetch"]
 

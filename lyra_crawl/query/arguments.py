@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lyra_crawl.config import STRATEGIES, TIME_RANGES, LyraConfig
+from lyra_crawl.config import CITATION_DEPTHS, STRATEGIES, TIME_RANGES, LyraConfig
 from lyra_crawl.engines.request import QueryError, check_query, resolve_region, resolve_time_range
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 
@@ -36,6 +36,8 @@ KNOWN_ARGUMENTS = frozenset(
         "novelty_scope",
         "harvest_rate",
         "resume",
+        "citation_depth",
+        "citation_top_k",
     }
 )
 
@@ -64,6 +66,10 @@ class CrawlArguments:
     novelty_scope: str = "query"
     harvest_rate: float | None = None
     resume: bool = False
+    # The citation graph: how many steps out, from how many papers per step (engines.yaml
+    # `citations:` gives the defaults).
+    citation_depth: int = 0
+    citation_top_k: int = 1
 
 
 @dataclass(frozen=True)
@@ -223,6 +229,13 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
                 "-a harvest_rate=0.95"
             )
     resume = _one_of(str(raw.get("resume") or "false").lower(), ("true", "false"), "resume")
+    citations = config.citations
+    citation_depth = _whole_number(
+        raw.get("citation_depth", citations.depth), "citation_depth", *CITATION_DEPTHS
+    )
+    citation_top_k = _whole_number(
+        raw.get("citation_top_k", citations.top_k), "citation_top_k", 1, None
+    )
     return CrawlArguments(
         query=query,
         engine=engine,
@@ -238,6 +251,8 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         sources=sources,
         harvest_rate=harvest_rate,
         resume=resume == "true",
+        citation_depth=citation_depth,
+        citation_top_k=citation_top_k,
     )
 
 
@@ -275,3 +290,56 @@ def crawl_sources(engine: str | None, sources: tuple[str, ...]) -> list[str]:
     then the scholarly APIs. The cache key and the spider both use this list."""
     apis = [name for name in sources if name not in (SERP_SOURCE, engine)]
     return ([engine] if engine and SERP_SOURCE in sources else []) + apis
+
+
+# Arguments of `scrapy crawl papers` (lyra_crawl.spiders.papers).
+PAPERS_ARGUMENTS = frozenset({"task_id", "query_id"})
+
+
+@dataclass(frozen=True)
+class PapersTarget:
+    """The papers a `papers` crawl reads the landing pages of: one task's, or one query's."""
+
+    task_id: str | None = None
+    query_id: int | None = None
+    job_id: str | None = None
+
+
+def parse_papers_target(raw: Mapping[str, Any]) -> PapersTarget:
+    """`-a task_id=T` or `-a query_id=N` (exactly one), checked."""
+    unknown = sorted(set(raw) - PAPERS_ARGUMENTS - SCRAPYD_ARGUMENTS)
+    if unknown:
+        raise ArgumentError(
+            f"unknown spider argument '{unknown[0]}' for the papers spider: "
+            "use -a task_id=T or -a query_id=N"
+        )
+    task_id = str(raw.get("task_id") or "").strip() or None
+    query_id = raw.get("query_id")
+    if task_id is None and query_id is None:
+        raise ArgumentError(
+            "the papers spider reads the papers of a task or of a query: "
+            "-a task_id=T or -a query_id=N"
+        )
+    if task_id is not None and query_id is not None:
+        raise ArgumentError(
+            "task_id and query_id cannot go together: give -a task_id=T or -a query_id=N"
+        )
+    return PapersTarget(
+        task_id=task_id,
+        query_id=None if query_id is None else _whole_number(query_id, "query_id", 1, None),
+        job_id=raw.get("_job") or None,
+    )
+
+
+def parse_papers_budget(raw: Any) -> int:
+    """LYRA_PAPERS_DAILY_BUDGET: landing pages a day, a whole number of at least 1."""
+    try:
+        budget = int(str(raw).strip())
+    except ValueError:
+        budget = 0
+    if budget < 1:
+        raise ArgumentError(
+            f"LYRA_PAPERS_DAILY_BUDGET must be a whole number of pages of at least 1 "
+            f"(got {raw!r}): -s LYRA_PAPERS_DAILY_BUDGET=500"
+        )
+    return budget

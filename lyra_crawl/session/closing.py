@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryStatus) -> None:
+async def save_query_papers(crawl: CrawlSession, session: QuerySession) -> None:
+    """The query's papers merged and its items linked to them; once, when its pages are all
+    stored (before its citation graph, which starts from them) or at its close."""
+    if session.papers_saved:
+        return
+    session.papers_saved = True
     store = crawl.store
     query_id = session.query_id
-    for reason in session.stop_reasons.values():
-        crawl.stats.inc_value(f"lyra/stop_reason/{reason}")
     if session.cached_from is not None:
         await store.copy_paper_links(session.cached_from, query_id)
     elif len(session.papers):
@@ -40,6 +43,14 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
             merged.attribution,
             min_abstract_chars=crawl.config.papers.min_abstract_chars,
         )
+
+
+async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryStatus) -> None:
+    store = crawl.store
+    query_id = session.query_id
+    for reason in session.stop_reasons.values():
+        crawl.stats.inc_value(f"lyra/stop_reason/{reason}")
+    await save_query_papers(crawl, session)
     # An interrupted or cancelled entry is taken again (by the batch's next run, or another
     # node's crawl), which resumes it.
     entry_state = "done" if status is QueryStatus.FINISHED else "pending"

@@ -34,6 +34,7 @@ from lyra_crawl.backends.records import BackendError, QueryStatus
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import PageRequest
 from lyra_crawl.engines.request import build_page_request, secrets_from_settings
+from lyra_crawl.session.citations import CitationFetcher
 from lyra_crawl.session.closing import close_query
 from lyra_crawl.session.query import CompletedPage, QuerySession
 from lyra_crawl.session.saved_pages import data_dir
@@ -72,6 +73,7 @@ class CrawlSession:
         self._lease_renewal: LoopingCall | None = None
         # Pages are parsed here, off the reactor (lyra_crawl.session.judging).
         self.parser_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lyra-parse")
+        self.citations = CitationFetcher(self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -166,9 +168,13 @@ class CrawlSession:
     # -- storing pages and closing queries ---------------------------------------------------
 
     async def settle(self, session: QuerySession) -> None:
-        """Store the query's complete pages, and close it once nothing of it is left."""
+        """Store the query's complete pages; once they are all stored, fetch its citation
+        graph if it has one to fetch; close it once nothing of it is left."""
         for page in session.take_completed_pages():
             await self._store_page(page)
+        if session.paging_over and self.storage_failure is None and self.citations.wanted(session):
+            await self.citations.begin(session)
+            return  # it settles again when the graph is done
         if session.done:
             # Cut short by a backend failure: left to `resume=true`.
             await self._close(
@@ -274,6 +280,8 @@ class CrawlSession:
         for session in list(self.queries.values()):
             session.cancel_unfinished(failure)
             session.ledger.flush_all()
+            if not self._store_failed:
+                await self.citations.cancel(session)
             await self._close(session, status)
         if self._backends is not None:
             await self._backends.close()

@@ -16,6 +16,7 @@ from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.ledger import PageLedger
 from lyra_crawl.paging.source_paging import SourcePaging
 from lyra_crawl.paging.stop_rules import PaginationStrategy, StopReason
+from lyra_crawl.papers.citation_crawl import CitationCrawl
 from lyra_crawl.papers.collector import QueryPapers
 from lyra_crawl.query.arguments import CrawlArguments
 from lyra_crawl.query.dedupe import QueryDedupe
@@ -53,6 +54,10 @@ class QuerySession:
     pages_done: dict[str, int] = field(default_factory=dict)
     stop_reasons: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    # Whether its papers are merged and linked (lyra_crawl.session.closing.save_query_papers).
+    papers_saved: bool = False
+    # Its citation graph, once its pages are stored (lyra_crawl.session.citations).
+    citations: CitationCrawl | None = None
     closing: bool = False
 
     def __post_init__(self) -> None:
@@ -96,14 +101,19 @@ class QuerySession:
         return max(last - start + 1 - self.pages_done.get(source, 0), 0)
 
     @property
-    def done(self) -> bool:
-        """Every source has stopped and every page is stored: the query can close."""
+    def paging_over(self) -> bool:
+        """Every source has stopped and every page is stored."""
         return (
             not self.closing
             and all(source in self.stop_reasons for source in self.sources)
             and len(self.ledger) == 0
             and not self._completed
         )
+
+    @property
+    def done(self) -> bool:
+        """Its paging is over and so is its citation graph, if it fetches one: it can close."""
+        return self.paging_over and (self.citations is None or self.citations.finished)
 
     def cancel_unfinished(self, failure: str | None = None) -> None:
         """The crawl closes: sources still paging stop as cancelled, or on the `failure` of a

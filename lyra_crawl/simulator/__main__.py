@@ -94,6 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ENGINE:PAGE:MS",
         help="answer that page after MS milliseconds (instead of --latency-ms)",
     )
+    parser.add_argument(
+        "--other-status",
+        action="append",
+        default=[],
+        type=_engine_page,
+        metavar="ENGINE:CODE",
+        help="answer the engine's pages other than result pages (its citation graph, follow-ups) "
+        "with an HTTP status",
+    )
     parser.add_argument("--latency-ms", type=int, default=0)
     parser.add_argument("--retry-after", type=int, default=2, help="Retry-After seconds on 429")
     parser.add_argument(
@@ -139,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         repeat_at={(e, int(p)) for e, p in args.repeat_at},
         malformed_at={(e, int(p)) for e, p in args.malformed_at},
         layout_changed_at={(e, int(p)) for e, p in args.layout_changed_at},
+        other_status={e: int(code) for e, code in args.other_status},
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,
     )

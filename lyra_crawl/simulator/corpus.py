@@ -66,6 +66,75 @@ OFF_TOPIC_WORDS = (
 )
 
 
+# What an on-topic paper is about beside the query: without it two papers' titles would differ
+# only in their topic word and number, and any two with the same topic word would score as
+# near-duplicates in a fuzzy title match, which real papers' titles seldom are.
+SUBJECT_QUALIFIERS = (
+    "regional",
+    "seasonal",
+    "long-term",
+    "urban",
+    "rural",
+    "coastal",
+    "upland",
+    "tropical",
+    "temperate",
+    "arid",
+    "historical",
+    "projected",
+    "observed",
+    "simulated",
+    "community",
+    "national",
+)
+SUBJECT_NOUNS = (
+    "sediment budgets",
+    "storm surges",
+    "groundwater",
+    "land use",
+    "crop yields",
+    "heat waves",
+    "river discharge",
+    "insurance losses",
+    "public health",
+    "infrastructure",
+    "biodiversity",
+    "soil moisture",
+    "migration",
+    "energy demand",
+    "water quality",
+    "early warning",
+    "household income",
+    "forest cover",
+    "fisheries",
+    "governance",
+)
+
+
+SUBJECT_PLACES = (
+    "the Baltic",
+    "West Africa",
+    "the Andes",
+    "Southeast Asia",
+    "the Great Plains",
+    "the Alps",
+    "the Nile basin",
+    "Central America",
+    "the Arctic",
+    "Australia",
+    "the Balkans",
+    "the Indian subcontinent",
+)
+
+
+def subject(query: str, index: int) -> str:
+    """What paper `index` of `query` studies, beside the query itself (its own sequence)."""
+    rng = random.Random(seed("subject", query, index))
+    first, second = rng.sample(SUBJECT_NOUNS, 2)
+    place = rng.choice(SUBJECT_PLACES)
+    return f"{rng.choice(SUBJECT_QUALIFIERS)} {first} and {second} in {place}"
+
+
 GIVEN_NAMES = ("Ana", "Bo", "Chidi", "Dana", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun")
 FAMILY_NAMES = (
     "Okafor",
@@ -128,7 +197,9 @@ def make_result(query: str, index: int, on_topic: bool) -> SimResult:
     url = landing_url if doi is None else f"https://doi.org/{doi}"
     topic = TOPIC_WORDS[rng.randrange(len(TOPIC_WORDS))]
     if on_topic:
-        title = f"{' '.join(t.capitalize() for t in terms)}: {topic} {index}"
+        title = (
+            f"{' '.join(t.capitalize() for t in terms)}: {topic} of {subject(query, index)} {index}"
+        )
         snippet = (
             f"An overview of {query} with {topic} and evidence from recent work; "
             f"{terms[0]} findings summarised (result {index})."

@@ -5,8 +5,10 @@ injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-A
 connections, slow answers, the engine's no-results page after a given page, results in a layout
 no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that are not
 result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
-on, the citation graph, landing pages) are answered before any fault. Every query a result
-page is asked for joins the PaperIndex, so its papers can then be looked up by id.
+on, the citation graph, landing pages, the publishers' robots.txt at `/robots.txt`) are answered
+before any fault, unless the engine's are all to answer with an HTTP status (`other_status`).
+Every query a result page is asked for joins the PaperIndex, so its papers can then be looked
+up by id.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
+from lyra_crawl.simulator.engines.landing import PUBLISHERS_ROBOTS_TXT
 from lyra_crawl.simulator.engines.paper_ids import PaperIndex
 
 PageKey = tuple[str, int]
@@ -41,6 +44,9 @@ class Faults:
     malformed_at: set[PageKey] = field(default_factory=set)
     # Result pages whose result containers changed (an engine's redesign): layout_changed.
     layout_changed_at: set[PageKey] = field(default_factory=set)
+    # Engines whose pages other than result pages (the citation graph's, follow-ups) all answer
+    # with this HTTP status.
+    other_status: dict[str, int] = field(default_factory=dict)
     latency_ms: int = 0
     retry_after_s: int = 2
 
@@ -108,13 +114,17 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                     },
                 }
             )
+            if parts.path == "/robots.txt":
+                self._send(SimPage(200, PUBLISHERS_ROBOTS_TXT, "text/plain; charset=utf-8"))
+                return
             engine = state.engines.get(engine_name)
             if engine is None:
                 self._send(SimPage(404, f"unknown engine {engine_name!r}", "text/plain"))
                 return
             page = engine.other_page("/" + rest, params)
             if page is not None:
-                self._send(page, engine_name)
+                status = state.faults.other_status.get(engine_name)
+                self._send(page if status is None else self._status_page(status), engine_name)
                 return
             page_number = engine.page_number(params)
             if page_number is None:
@@ -140,9 +150,7 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 self._send(engine.captcha_page(query), engine_name)
                 return
             if key in faults.status_at:
-                status = faults.status_at[key]
-                headers = (("Retry-After", str(faults.retry_after_s)),) if status == 429 else ()
-                self._send(SimPage(status, f"HTTP {status}", "text/plain", headers))
+                self._send(self._status_page(faults.status_at[key]))
                 return
             limit = faults.empty_after.get(engine_name)
             empty = limit is not None and page_number > limit
@@ -160,6 +168,12 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             if key in faults.malformed_at:
                 page = replace(page, body=page.body[: len(page.body) // 2])
             self._send(page)
+
+        def _status_page(self, status: int) -> SimPage:
+            """An answer with only an HTTP status; a 429 says when to come back."""
+            retry_after = str(state.faults.retry_after_s)
+            headers = (("Retry-After", retry_after),) if status == 429 else ()
+            return SimPage(status, f"HTTP {status}", "text/plain", headers)
 
         def _send(self, page: SimPage, engine_name: str = "") -> None:
             body = page.body.encode("utf-8")

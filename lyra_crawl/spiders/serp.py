@@ -2,9 +2,9 @@
 
 Arguments (`-a name=value`): either one query — query (required), engine, serp_page,
 serp_max_pages, strategy, time_range, region, task_id, sources, cache, novelty_scope,
-harvest_rate, resume — or a stored batch: batch=ID and concurrency=N (the batch is recorded by
-`scrapy batch FILE`). Scrapyd's `_job` is accepted either way. Settings: see the README
-(LYRA_*); the CrawlSession extension reads them.
+harvest_rate, resume, citation_depth, citation_top_k — or a stored batch: batch=ID and
+concurrency=N (the batch is recorded by `scrapy batch FILE`). Scrapyd's `_job` is accepted
+either way. Settings: see the README (LYRA_*); the CrawlSession extension reads them.
 
 The spider does three things. `start` opens the queries (lyra_crawl.session.launch: engine
 choice, resume, cache) and sends each one's first pages. `parse` turns a page into items and
@@ -41,11 +41,13 @@ from lyra_crawl.session.judging import judge, response_engine_url
 from lyra_crawl.session.launch import launch
 from lyra_crawl.session.page_outcome import PageOutcome
 from lyra_crawl.session.query import QuerySession
-from lyra_crawl.session.request_state import META_KEY, RequestKind, RequestState, request_state
-
-# Block pages arrive as 403/429/5xx: the parser must see them (redirects are still followed,
-# so a 302 to a CAPTCHA page shows up as that page's URL).
-HANDLED_STATUSES = [400, 401, 403, 404, 408, 410, 429, 500, 502, 503, 504, 522, 524]
+from lyra_crawl.session.request_state import (
+    HANDLED_STATUSES,
+    META_KEY,
+    RequestKind,
+    RequestState,
+    request_state,
+)
 
 
 class SerpSpider(scrapy.Spider):

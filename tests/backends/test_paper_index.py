@@ -368,3 +368,35 @@ def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
         ]
         words = conn.execute("SELECT word, kind FROM paper_words").fetchall()
         assert {("ana", "name"), ("silva", "name")} <= set(words), "the old paper's author"
+
+
+def test_a_store_from_before_the_words_gets_them_and_its_titles_normalised(store):
+    # A store of the previous version: titles kept compact, no words known. Opened again, its
+    # papers' titles are read as a save reads them and their authors' words are known.
+    found = api(year=2019, authors=("Ana Silva",), venue="Journal of Hydrology")
+    store.run(lambda backends: save_query(backends, "moisture", found))
+    previous = SQLITE_VERSION - 1 if store.name == "sqlite" else POSTGRES_VERSION - 1
+    compact = TITLE.lower().replace(":", "").replace("-", "").replace(" ", "")
+    with raw_connection(store) as conn:
+        conn.execute(f"UPDATE papers SET match_titles = '{compact}'")
+        conn.execute("DELETE FROM paper_words")
+        conn.execute(f"UPDATE schema_version SET version = {previous}")
+        if store.name == "postgresql":
+            conn.execute("DROP TABLE paper_words, paper_index_generation")
+
+    query_id = store.run(lambda backends: save_query(backends, "again", again))
+
+    with raw_connection(store) as conn:
+        titles = conn.execute("SELECT match_titles FROM papers").fetchall()
+        words = set(conn.execute("SELECT word, kind FROM paper_words").fetchall())
+    assert titles == [("soil moisture sampling in semi arid catchments a field trial",)]
+    assert {("silva", "name"), ("hydrology", "venue")} <= words
+    assert store.run(lambda backends: links(backends, query_id)) == [1]
+
+
+def raw_connection(store: StoreUnderTest) -> Any:
+    """A connection of the store's own driver, committed on leaving."""
+    url = store.settings["LYRA_DB_URL"]
+    if store.name == "sqlite":
+        return sqlite3.connect(url.removeprefix("sqlite:///"))
+    return psycopg.connect(url)

@@ -22,7 +22,14 @@ import psycopg
 import pytest
 
 from lyra_crawl.backends import Backends, sqlite_url, with_backends
-from lyra_crawl.backends.records import EntrySpec, PageRecord, QueryRecord, StoredItem
+from lyra_crawl.backends.records import (
+    CitationFetch,
+    EntrySpec,
+    LandingPage,
+    PageRecord,
+    QueryRecord,
+    StoredItem,
+)
 from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
@@ -412,6 +419,13 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     )
     see("papers_of", await store.papers_of(first))
     see("attribution_counts", await store.attribution_counts(first))
+    queued = see("papers_to_read", await store.papers_to_read(task_id="t1"))
+    blocked = LandingPage(queued[0].paper_id, queued[0].fetch_url, "blocked", "HTTP 403", 403)
+    await store.record_landing_page(blocked, None)
+    see("papers_to_read after a block", await store.papers_to_read(query_id=first))
+    read = replace(blocked, outcome="abstract", detail="", http_status=200, metadata_field="x")
+    await store.record_landing_page(read, "An abstract read from the paper's landing page.")
+    see("landing_pages", await store.landing_pages(query_id=first))
     intervention = see(
         "add_intervention",
         await store.add_intervention(
@@ -470,6 +484,17 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
         second, [(again, ["https://a/"])], {"https://a/": 1}, {"both": 1}, min_abstract_chars=10
     )
     see("papers_of merged", await store.papers_of(second))
+    cited = paper(3, doi="10.1/c", abstract="x" * 20, sources={"semantic_scholar"})
+    listed = CitationFetch(first, (await store.papers_of(first))[0].id, "openalex", "citations", 1)
+    see(
+        "store_citation_page",
+        await store.store_citation_page(replace(listed, links=1), [cited], min_abstract_chars=10),
+    )
+    await store.end_citation_fetches([replace(listed, status="done")])
+    see("citation_fetches", await store.citation_fetches(first))
+    see("citation_seeds", await store.citation_seeds(first, limit=2))
+    see("citation_frontier", await store.citation_frontier(first, 1, limit=2))
+    see("task_citation_graph", await store.task_citation_graph("t1"))
     marsh = record(query_text="tidal marsh", normalized_query="tidal marsh")
     # One finished, one running: nothing to resume yet.
     assert await store.resumable_query(marsh, any_engine=True) is None

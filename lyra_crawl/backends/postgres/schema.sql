@@ -1,4 +1,4 @@
--- lyra_crawl's PostgreSQL schema, version 2 (lyra_crawl.backends.postgres). The tables and columns
+-- lyra_crawl's PostgreSQL schema, version 5 (lyra_crawl.backends.postgres). The tables and columns
 -- of the SQLite schema (lyra_crawl/backends/sqlite/schema.sql) in PostgreSQL's types: identity
 -- ids, timestamptz instants, jsonb for JSON, boolean flags. Text that reports sort on is
 -- COLLATE "C", so rows come in the order SQLite gives them whatever the database's locale.
@@ -149,6 +149,47 @@ CREATE TABLE serp_items (
 CREATE INDEX serp_items_normalized_url ON serp_items (normalized_url);
 CREATE INDEX serp_items_doi ON serp_items (doi);
 CREATE INDEX serp_items_paper ON serp_items (paper_id);
+
+-- The citation graph: `citing_paper_id` cites `cited_paper_id`, as `source` (an API) lists it
+-- (lyra_crawl.session.citations). One row per pair and source; never from a paper to itself.
+CREATE TABLE citations (
+    citing_paper_id  bigint NOT NULL REFERENCES papers (id),
+    cited_paper_id   bigint NOT NULL REFERENCES papers (id),
+    source           text NOT NULL,
+    fetched_at       timestamptz NOT NULL,
+    UNIQUE (citing_paper_id, cited_paper_id, source)
+);
+CREATE INDEX citations_cited ON citations (cited_paper_id);
+
+-- Each list a query fetched of a paper: its references or its citations at one source, the
+-- level it was fetched at (1: the query's papers; 2: the papers those reached) and how it ended.
+CREATE TABLE citation_fetches (
+    query_id     bigint NOT NULL REFERENCES queries (id),
+    paper_id     bigint NOT NULL REFERENCES papers (id),
+    source       text NOT NULL,
+    relation     text NOT NULL,                 -- references | citations
+    level        integer NOT NULL,
+    status       text NOT NULL,                 -- running | done | quota | blocked | error | …
+    links        integer NOT NULL DEFAULT 0,    -- papers read at the other end
+    detail       text NOT NULL DEFAULT '',
+    fetched_at   timestamptz NOT NULL,
+    PRIMARY KEY (query_id, paper_id, source, relation)
+);
+CREATE INDEX citation_fetches_paper ON citation_fetches (paper_id);
+
+-- Papers' landing pages the papers spider asked for: one row per paper and URL, with what the
+-- last request gave (lyra_crawl.papers.landing.LandingOutcome).
+CREATE TABLE landing_pages (
+    paper_id        bigint NOT NULL REFERENCES papers (id),
+    url             text NOT NULL,                 -- the page asked for, before any redirect
+    outcome         text NOT NULL,                 -- abstract | no_metadata | not_found | ...
+    detail          text NOT NULL DEFAULT '',      -- why, in words
+    http_status     integer,
+    metadata_field  text,                          -- the field the abstract was read from
+    attempts        integer NOT NULL DEFAULT 1,
+    fetched_at      timestamptz NOT NULL,
+    PRIMARY KEY (paper_id, url)
+);
 
 -- CAPTCHA / block pages awaiting a person.
 CREATE TABLE intervention_queue (

@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from lyra_crawl.backends import rows
+from lyra_crawl.backends import citation_saving, rows
 from lyra_crawl.backends.paper_saving import (
     NEXT_GENERATION,
     PAPER_COLUMNS,
@@ -36,10 +37,14 @@ from lyra_crawl.backends.records import (
     BatchProgress,
     BatchRecord,
     BlockCount,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EntrySpec,
     Intervention,
+    LandingPage,
     PageRecord,
+    PaperToRead,
     QueryRecord,
     RequestBucket,
     StaleParser,
@@ -69,6 +74,14 @@ _ITEM_INSERT = (
     # Only a URL already stored for the query is skipped (a resumed crawl); any other
     # constraint (a missing page number, title) fails the whole page.
     " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+_FETCH_UPSERT = (
+    f"INSERT INTO citation_fetches ({', '.join(rows.CITATION_FETCH_COLUMNS)}, fetched_at)"
+    f" SELECT {', '.join('%s' for _ in rows.CITATION_FETCH_COLUMNS)}, now()"
+    " WHERE EXISTS (SELECT 1 FROM papers WHERE id = %s)"
+    " ON CONFLICT (query_id, paper_id, source, relation) DO UPDATE SET"
+    " links = citation_fetches.links + excluded.links, status = excluded.status,"
+    " detail = excluded.detail, fetched_at = excluded.fetched_at"
 )
 
 
@@ -357,19 +370,21 @@ class PostgresStore:
             # The paper index is read and then written: paper saves run one at a time across
             # every node, as SQLite's write lock makes them.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
-            generation = await _one(conn, NEXT_GENERATION)
+            save = PapersSave(
+                papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+            )
             with no_cyclic_gc():
-                await _index_papers(
-                    conn,
-                    PapersSave(
-                        papers,
-                        min_abstract_chars=min_abstract_chars,
-                        titles=self._paper_titles,
-                        generation=generation,
-                    ),
-                    query_id,
-                )
+                _, writes = await _matched(conn, save)
+                paper_ids = await _written(conn, save, writes)
             cursor = conn.cursor()
+            await cursor.executemany(
+                "UPDATE serp_items SET paper_id = %s WHERE query_id = %s AND normalized_url = %s",
+                [
+                    (paper_id, query_id, url)
+                    for paper_id, write in zip(paper_ids, writes, strict=True)
+                    for url in write.urls
+                ],
+            )
             await cursor.executemany(
                 "UPDATE serp_items SET fused_rank = %s WHERE query_id = %s AND normalized_url = %s",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
@@ -412,6 +427,100 @@ class PostgresStore:
                 (query_id,),
             )
         return {attribution: count for attribution, count in found}
+
+    # -- the citation graph ----------------------------------------------------------------
+
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper, rows.postgres(rows.CITATION_SEEDS), (query_id, limit)
+        )
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
+    ) -> int:
+        async with self._db.transaction() as conn:
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
+            save = PapersSave(
+                citation_saving.marked(papers),
+                min_abstract_chars=min_abstract_chars,
+                titles=self._paper_titles,
+            )
+            with no_cyclic_gc():
+                stored, writes = await _matched(conn, save)
+                citation_saving.keep_attributions(writes, stored)
+                paper_ids = await _written(conn, save, writes)
+            fetched = replace(
+                fetch, paper_id=citation_saving.row_now(fetch.paper_id, writes, paper_ids)
+            )
+            if not await _fetch(conn, "SELECT 1 FROM papers WHERE id = %s", (fetched.paper_id,)):
+                return 0  # merged into another row by another save since it was asked for
+            added = 0
+            for citing, cited in citation_saving.edges(
+                fetched, citation_saving.rows_of_papers(writes, paper_ids)
+            ):
+                cursor = await conn.execute(
+                    "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+                    " VALUES (%s, %s, %s, now()) ON CONFLICT DO NOTHING",
+                    (citing, cited, fetch.source),
+                )
+                added += cursor.rowcount
+            await _upsert_fetches(conn, [fetched])
+            return added
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        async with self._db.transaction() as conn:
+            await _upsert_fetches(conn, fetches)
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
+        return await self._db.select(
+            rows.citation_fetch,
+            "SELECT * FROM citation_fetches WHERE query_id = %s"
+            " ORDER BY level, paper_id, source, relation",
+            (query_id,),
+        )
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper,
+            rows.postgres(rows.CITATION_FRONTIER),
+            (query_id, level, query_id, level, query_id, limit),
+        )
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        async with self._db.transaction() as conn:
+            edges = await _dicts(conn, rows.postgres(rows.TASK_CITATION_EDGES), (task_id,) * 2)
+            papers = await _dicts(conn, rows.postgres(rows.TASK_CITATION_PAPERS), (task_id,) * 2)
+        return rows.citation_graph(papers, edges)
+
+    # -- landing pages (the papers spider) -------------------------------------------------
+
+    async def papers_to_read(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[PaperToRead]:
+        return await self._db.select(
+            rows.paper_to_read, rows.postgres(rows.PAPERS_TO_READ), (task_id, query_id)
+        )
+
+    async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
+        async with self._db.transaction() as conn:
+            # The server's clock, as for every timestamp in PostgreSQL.
+            now = await _one(conn, "SELECT now()")
+            await conn.execute(
+                rows.postgres(rows.LANDING_PAGE_UPSERT), (*rows.landing_page_values(page), now)
+            )
+            if abstract is not None:
+                await conn.execute(
+                    rows.postgres(rows.PAPER_FROM_LANDING), (abstract, now, page.paper_id)
+                )
+
+    async def landing_pages(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[LandingPage]:
+        return await self._db.select(
+            rows.landing_page, rows.postgres(rows.LANDING_PAGES), (task_id, query_id)
+        )
 
     # -- search-level cache ----------------------------------------------------------------
 
@@ -717,29 +826,12 @@ async def _expire_dead_leases(conn: Connection, batch_id: int) -> None:
         )
 
 
-async def _index_papers(conn: Connection, save: PapersSave, query_id: int) -> None:
-    """A query's papers into the paper index (backends.paper_saving), its items linked."""
-    blocks = await _blocks(conn, save.identifier_keys, save.title_keys)
-    titled = await _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
-    candidates = await _papers(conn, ("*",), save.candidate_ids(titled))
-    writes = save.writes(candidates, await _words(conn, save.title_words(candidates)))
-    paper_ids = await _write_papers(conn, writes)
-    cursor = conn.cursor()
-    await cursor.executemany(
-        "UPDATE serp_items SET paper_id = %s WHERE query_id = %s AND normalized_url = %s",
-        [
-            (paper_id, query_id, url)
-            for paper_id, write in zip(paper_ids, writes, strict=True)
-            for url in write.urls
-        ],
-    )
-    await cursor.executemany(
-        "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-        save.written(paper_ids),
-    )
-    await cursor.executemany(
-        "INSERT INTO paper_words (word, kind) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-        save.word_entries,
+async def _upsert_fetches(conn: Connection, fetches: Sequence[CitationFetch]) -> None:
+    """Each fetch's row: created, or its links added to and its status and detail set. A fetch
+    whose paper was merged into another row meanwhile is left out."""
+    await conn.cursor().executemany(
+        _FETCH_UPSERT,
+        [(*rows.citation_fetch_values(fetch), fetch.paper_id) for fetch in fetches],
     )
 
 
@@ -778,10 +870,35 @@ async def _papers(conn: Connection, columns: Sequence[str], ids: Sequence[int]):
     )
 
 
+async def _matched(conn: Connection, save: PapersSave) -> tuple[list[Any], list[PaperWrite]]:
+    """A save's reads (backends.paper_saving), one statement each: the stored rows it reads
+    whole, and its writes."""
+    save.start(await _one(conn, NEXT_GENERATION))
+    blocks = await _blocks(conn, save.identifier_keys, save.title_keys)
+    titled = await _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
+    stored = await _papers(conn, ("*",), save.candidate_ids(titled))
+    return stored, save.writes(stored, await _words(conn, save.title_words(stored)))
+
+
+async def _written(conn: Connection, save: PapersSave, writes: Sequence[PaperWrite]) -> list[int]:
+    """Run a save's writes, its block memberships and its words; each write's row id."""
+    paper_ids = await _write_papers(conn, writes)
+    cursor = conn.cursor()
+    await cursor.executemany(
+        "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        save.written(paper_ids),
+    )
+    await cursor.executemany(
+        "INSERT INTO paper_words (word, kind) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        save.word_entries,
+    )
+    return paper_ids
+
+
 async def _write_papers(conn: Connection, writes: Sequence[PaperWrite]) -> list[int]:
-    """Run a save's writes: rows merged into another have their items and block memberships
-    moved and are deleted, stored rows updated, new ones inserted. Returns each write's row
-    id."""
+    """Run a save's writes: rows merged into another have their items, block memberships,
+    citations and landing pages moved and are deleted, stored rows updated, new ones inserted.
+    Returns each write's row id."""
     for write in writes:
         if write.absorbed:
             for statement in (
@@ -789,9 +906,19 @@ async def _write_papers(conn: Connection, writes: Sequence[PaperWrite]) -> list[
                 # A block holding both keeps the kept row once.
                 "INSERT INTO paper_blocks (block_key, paper_id) SELECT block_key, %s"
                 " FROM paper_blocks WHERE paper_id = ANY(%s) ON CONFLICT DO NOTHING",
+                # A landing page asked for both keeps the kept row's answer.
+                "INSERT INTO landing_pages (paper_id, url, outcome, detail, http_status,"
+                " metadata_field, attempts, fetched_at) SELECT %s, url, outcome, detail,"
+                " http_status, metadata_field, attempts, fetched_at FROM landing_pages"
+                " WHERE paper_id = ANY(%s) ON CONFLICT DO NOTHING",
             ):
                 await conn.execute(statement, (write.row_id, write.absorbed))
-            for table, column in (("paper_blocks", "paper_id"), ("papers", "id")):
+            await _move_citations(conn, write.row_id, write.absorbed)
+            for table, column in (
+                ("paper_blocks", "paper_id"),
+                ("landing_pages", "paper_id"),
+                ("papers", "id"),
+            ):
                 await conn.execute(
                     f"DELETE FROM {table} WHERE {column} = ANY(%s)", (write.absorbed,)
                 )
@@ -819,6 +946,35 @@ async def _write_papers(conn: Connection, writes: Sequence[PaperWrite]) -> list[
         ],
     )
     return paper_ids
+
+
+async def _move_citations(conn: Connection, kept: int | None, gone: list[int]) -> None:
+    """The edges and fetched lists of rows merged into `kept` (`gone`) move to it; what it
+    already has, and an edge to itself, go."""
+    values = {"kept": kept, "gone": gone}
+    await conn.execute(
+        "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+        " SELECT CASE WHEN citing_paper_id = ANY(%(gone)s) THEN %(kept)s ELSE citing_paper_id"
+        " END, CASE WHEN cited_paper_id = ANY(%(gone)s) THEN %(kept)s ELSE cited_paper_id END,"
+        " source, fetched_at FROM citations"
+        " WHERE citing_paper_id = ANY(%(gone)s) OR cited_paper_id = ANY(%(gone)s)"
+        " ON CONFLICT DO NOTHING",
+        values,
+    )
+    await conn.execute(
+        "DELETE FROM citations WHERE citing_paper_id = ANY(%(gone)s)"
+        " OR cited_paper_id = ANY(%(gone)s)"
+        " OR (citing_paper_id = %(kept)s AND cited_paper_id = %(kept)s)",
+        values,
+    )
+    columns = ", ".join(rows.CITATION_FETCH_COLUMNS)
+    await conn.execute(
+        f"INSERT INTO citation_fetches ({columns}, fetched_at)"
+        f" SELECT {columns.replace('paper_id', '%(kept)s')}, fetched_at FROM citation_fetches"
+        " WHERE paper_id = ANY(%(gone)s) ON CONFLICT DO NOTHING",
+        values,
+    )
+    await conn.execute("DELETE FROM citation_fetches WHERE paper_id = ANY(%(gone)s)", values)
 
 
 def _paper_values(write: PaperWrite) -> list[Any]:

@@ -17,19 +17,4 @@ CREATE TABLE paper_blocks (
 );
 CREATE INDEX paper_blocks_paper ON paper_blocks (paper_id);
 
--- Words of stored records' author names and venues (kind: name | venue): a citation around a title
--- is read with them (lyra_crawl.papers.canonical), as the in-memory index reads it with its own.
-CREATE TABLE paper_words (
-    word         text COLLATE "C" NOT NULL,
-    kind         text NOT NULL,
-    PRIMARY KEY (word, kind)
-);
-
--- One row: moved on by every save of papers, so a process knows whether another one saved papers
--- since its own last save (backends.paper_saving.StoredTitles).
-CREATE TABLE paper_index_generation (
-    id           integer PRIMARY KEY CHECK (id = 1),
-    generation   bigint NOT NULL
-);
-
 ALTER TABLE serp_items ADD COLUMN pdf_url text;

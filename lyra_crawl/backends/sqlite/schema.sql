@@ -143,6 +143,47 @@ CREATE TABLE IF NOT EXISTS paper_index_generation (
     generation   INTEGER NOT NULL
 );
 
+-- The citation graph: `citing_paper_id` cites `cited_paper_id`, as `source` (an API) lists it
+-- (lyra_crawl.session.citations). One row per pair and source; never from a paper to itself.
+CREATE TABLE IF NOT EXISTS citations (
+    citing_paper_id  INTEGER NOT NULL REFERENCES papers (id),
+    cited_paper_id   INTEGER NOT NULL REFERENCES papers (id),
+    source           TEXT NOT NULL,
+    fetched_at       TEXT NOT NULL,
+    UNIQUE (citing_paper_id, cited_paper_id, source)
+);
+CREATE INDEX IF NOT EXISTS citations_cited ON citations (cited_paper_id);
+
+-- Each list a query fetched of a paper: its references or its citations at one source, the
+-- level it was fetched at (1: the query's papers; 2: the papers those reached) and how it ended.
+CREATE TABLE IF NOT EXISTS citation_fetches (
+    query_id     INTEGER NOT NULL REFERENCES queries (id),
+    paper_id     INTEGER NOT NULL REFERENCES papers (id),
+    source       TEXT NOT NULL,
+    relation     TEXT NOT NULL,                 -- references | citations
+    level        INTEGER NOT NULL,
+    status       TEXT NOT NULL,                 -- running | done | quota | blocked | error | …
+    links        INTEGER NOT NULL DEFAULT 0,    -- papers read at the other end
+    detail       TEXT NOT NULL DEFAULT '',
+    fetched_at   TEXT NOT NULL,
+    PRIMARY KEY (query_id, paper_id, source, relation)
+);
+CREATE INDEX IF NOT EXISTS citation_fetches_paper ON citation_fetches (paper_id);
+
+-- Papers' landing pages the papers spider asked for: one row per paper and URL, with what the
+-- last request gave (lyra_crawl.papers.landing.LandingOutcome).
+CREATE TABLE IF NOT EXISTS landing_pages (
+    paper_id        INTEGER NOT NULL REFERENCES papers (id),
+    url             TEXT NOT NULL,                 -- the page asked for, before any redirect
+    outcome         TEXT NOT NULL,                 -- abstract | no_metadata | not_found | ...
+    detail          TEXT NOT NULL DEFAULT '',      -- why, in words
+    http_status     INTEGER,
+    metadata_field  TEXT,                          -- the field the abstract was read from
+    attempts        INTEGER NOT NULL DEFAULT 1,
+    fetched_at      TEXT NOT NULL,
+    PRIMARY KEY (paper_id, url)
+);
+
 -- Daily quotas: one row per engine and UTC date.
 CREATE TABLE IF NOT EXISTS engine_usage (
     engine       TEXT NOT NULL,

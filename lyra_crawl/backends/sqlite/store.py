@@ -12,9 +12,10 @@ import socket
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from lyra_crawl.backends import rows
+from lyra_crawl.backends import citation_saving, rows
 from lyra_crawl.backends.paper_saving import (
     NEXT_GENERATION,
     PAPER_COLUMNS,
@@ -30,10 +31,14 @@ from lyra_crawl.backends.records import (
     BatchProgress,
     BatchRecord,
     BlockCount,
+    CitationFetch,
+    CitationGraph,
     DepthRates,
     EntrySpec,
     Intervention,
+    LandingPage,
     PageRecord,
+    PaperToRead,
     QueryRecord,
     RequestBucket,
     StaleParser,
@@ -62,6 +67,14 @@ _ITEM_INSERT = (
     # Only a URL already stored for the query is skipped (a resumed crawl); any other
     # constraint (a missing page number, title) fails the whole page.
     " ON CONFLICT (query_id, normalized_url) DO NOTHING"
+)
+_FETCH_UPSERT = (
+    f"INSERT INTO citation_fetches ({', '.join(rows.CITATION_FETCH_COLUMNS)}, fetched_at)"
+    f" SELECT {', '.join('?' for _ in rows.CITATION_FETCH_COLUMNS)}, ?"
+    " WHERE EXISTS (SELECT 1 FROM papers WHERE id = ?)"
+    " ON CONFLICT (query_id, paper_id, source, relation) DO UPDATE SET"
+    " links = citation_fetches.links + excluded.links, status = excluded.status,"
+    " detail = excluded.detail, fetched_at = excluded.fetched_at"
 )
 
 
@@ -334,19 +347,20 @@ class SqliteStore(SqliteBackend):
         now = utc_now()
 
         def save(conn: sqlite3.Connection) -> None:
-            (generation,) = conn.execute(NEXT_GENERATION).fetchone()
+            save = PapersSave(
+                papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+            )
             with no_cyclic_gc():
-                _index_papers(
-                    conn,
-                    PapersSave(
-                        papers,
-                        min_abstract_chars=min_abstract_chars,
-                        titles=self._paper_titles,
-                        generation=generation,
-                    ),
-                    query_id,
-                    now,
-                )
+                _, writes = _matched(conn, save)
+                paper_ids = _written(conn, save, writes, now)
+            conn.executemany(
+                "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
+                [
+                    (paper_id, query_id, url)
+                    for paper_id, write in zip(paper_ids, writes, strict=True)
+                    for url in write.urls
+                ],
+            )
             conn.executemany(
                 "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
@@ -395,6 +409,99 @@ class SqliteStore(SqliteBackend):
                 )
             }
         )
+
+    # -- the citation graph ----------------------------------------------------------------
+
+    async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
+        return await self._db.select(rows.stored_paper, rows.CITATION_SEEDS, (query_id, limit))
+
+    async def store_citation_page(
+        self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
+    ) -> int:
+        now = utc_now()
+
+        def store(conn: sqlite3.Connection) -> int:
+            save = PapersSave(
+                citation_saving.marked(papers),
+                min_abstract_chars=min_abstract_chars,
+                titles=self._paper_titles,
+            )
+            with no_cyclic_gc():
+                stored, writes = _matched(conn, save)
+                citation_saving.keep_attributions(writes, stored)
+                paper_ids = _written(conn, save, writes, now)
+            fetched = replace(
+                fetch, paper_id=citation_saving.row_now(fetch.paper_id, writes, paper_ids)
+            )
+            if not _paper_exists(conn, fetched.paper_id):
+                return 0  # merged into another row by another save since it was asked for
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [
+                    (*pair, fetch.source, now)
+                    for pair in citation_saving.edges(
+                        fetched, citation_saving.rows_of_papers(writes, paper_ids)
+                    )
+                ],
+            )
+            added = conn.total_changes - before
+            _upsert_fetches(conn, [fetched], now)
+            return added
+
+        return await self._db.write(store)
+
+    async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
+        now = utc_now()
+        await self._db.write(lambda conn: _upsert_fetches(conn, fetches, now))
+
+    async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
+        return await self._db.select(
+            rows.citation_fetch,
+            "SELECT * FROM citation_fetches WHERE query_id = ?"
+            " ORDER BY level, paper_id, source, relation",
+            (query_id,),
+        )
+
+    async def citation_frontier(
+        self, query_id: int, level: int, *, limit: int
+    ) -> list[StoredPaper]:
+        return await self._db.select(
+            rows.stored_paper,
+            rows.CITATION_FRONTIER,
+            (query_id, level, query_id, level, query_id, limit),
+        )
+
+    async def task_citation_graph(self, task_id: str) -> CitationGraph:
+        def read(conn: sqlite3.Connection) -> CitationGraph:
+            edges = conn.execute(rows.TASK_CITATION_EDGES, (task_id, task_id))
+            papers = conn.execute(rows.TASK_CITATION_PAPERS, (task_id, task_id))
+            return rows.citation_graph(papers, edges)
+
+        return await self._db.read(read)
+
+    # -- landing pages (the papers spider) -------------------------------------------------
+
+    async def papers_to_read(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[PaperToRead]:
+        return await self._db.select(rows.paper_to_read, rows.PAPERS_TO_READ, (task_id, query_id))
+
+    async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
+        now = utc_now()
+
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(rows.LANDING_PAGE_UPSERT, (*rows.landing_page_values(page), now))
+            if abstract is not None:
+                conn.execute(rows.PAPER_FROM_LANDING, (abstract, now, page.paper_id))
+
+        await self._db.write(record)
+
+    async def landing_pages(
+        self, *, task_id: str | None = None, query_id: int | None = None
+    ) -> list[LandingPage]:
+        return await self._db.select(rows.landing_page, rows.LANDING_PAGES, (task_id, query_id))
 
     # -- search-level cache ----------------------------------------------------------------
 
@@ -705,27 +812,16 @@ def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
     )
 
 
-def _index_papers(conn: sqlite3.Connection, save: PapersSave, query_id: int, now: str) -> None:
-    """A query's papers into the paper index (backends.paper_saving), its items linked."""
-    blocks = _blocks(conn, save.identifier_keys, save.title_keys)
-    titled = _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
-    candidates = _papers(conn, ("*",), save.candidate_ids(titled))
-    writes = save.writes(candidates, _words(conn, save.title_words(candidates)))
-    paper_ids = _write_papers(conn, writes, now)
+def _paper_exists(conn: sqlite3.Connection, paper_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM papers WHERE id = ?", (paper_id,)).fetchone() is not None
+
+
+def _upsert_fetches(conn: sqlite3.Connection, fetches: Sequence[CitationFetch], now: str) -> None:
+    """Each fetch's row: created, or its links added to and its status and detail set. A fetch
+    whose paper was merged into another row meanwhile is left out."""
     conn.executemany(
-        "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
-        [
-            (paper_id, query_id, url)
-            for paper_id, write in zip(paper_ids, writes, strict=True)
-            for url in write.urls
-        ],
-    )
-    conn.executemany(
-        "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
-        save.written(paper_ids),
-    )
-    conn.executemany(
-        "INSERT OR IGNORE INTO paper_words (word, kind) VALUES (?, ?)", save.word_entries
+        _FETCH_UPSERT,
+        [(*rows.citation_fetch_values(fetch), now, fetch.paper_id) for fetch in fetches],
     )
 
 
@@ -768,10 +864,37 @@ def _papers(
     ).fetchall()
 
 
+def _matched(
+    conn: sqlite3.Connection, save: PapersSave
+) -> tuple[list[sqlite3.Row], list[PaperWrite]]:
+    """A save's reads (backends.paper_saving), one statement each: the stored rows it reads
+    whole, and its writes."""
+    save.start(conn.execute(NEXT_GENERATION).fetchone()[0])
+    blocks = _blocks(conn, save.identifier_keys, save.title_keys)
+    titled = _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
+    stored = _papers(conn, ("*",), save.candidate_ids(titled))
+    return stored, save.writes(stored, _words(conn, save.title_words(stored)))
+
+
+def _written(
+    conn: sqlite3.Connection, save: PapersSave, writes: Sequence[PaperWrite], now: str
+) -> list[int]:
+    """Run a save's writes, its block memberships and its words; each write's row id."""
+    paper_ids = _write_papers(conn, writes, now)
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
+        save.written(paper_ids),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_words (word, kind) VALUES (?, ?)", save.word_entries
+    )
+    return paper_ids
+
+
 def _write_papers(conn: sqlite3.Connection, writes: Sequence[PaperWrite], now: str) -> list[int]:
-    """Run a save's writes: rows merged into another have their items and block memberships
-    moved and are deleted, stored rows updated, new ones inserted. Returns each write's row
-    id."""
+    """Run a save's writes: rows merged into another have their items, block memberships,
+    citations and landing pages moved and are deleted, stored rows updated, new ones inserted.
+    Returns each write's row id."""
     for write in writes:
         if write.absorbed:
             gone = json.dumps(write.absorbed)
@@ -781,9 +904,17 @@ def _write_papers(conn: sqlite3.Connection, writes: Sequence[PaperWrite], now: s
                 # A block holding both keeps the kept row once.
                 "UPDATE OR IGNORE paper_blocks SET paper_id = ?"
                 " WHERE paper_id IN (SELECT value FROM json_each(?))",
+                # A landing page asked for both keeps the kept row's answer.
+                "UPDATE OR IGNORE landing_pages SET paper_id = ?"
+                " WHERE paper_id IN (SELECT value FROM json_each(?))",
             ):
                 conn.execute(statement, (write.row_id, gone))
-            for table, column in (("paper_blocks", "paper_id"), ("papers", "id")):
+            _move_citations(conn, write.row_id, gone)
+            for table, column in (
+                ("paper_blocks", "paper_id"),
+                ("landing_pages", "paper_id"),
+                ("papers", "id"),
+            ):
                 conn.execute(
                     f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))",
                     (gone,),
@@ -805,6 +936,34 @@ def _write_papers(conn: sqlite3.Connection, writes: Sequence[PaperWrite], now: s
         ],
     )
     return paper_ids
+
+
+def _move_citations(conn: sqlite3.Connection, kept: int | None, gone: str) -> None:
+    """The edges and fetched lists of rows merged into `kept` (`gone`, a JSON list) move to it;
+    what it already has, and an edge to itself, go."""
+    ids = "(SELECT value FROM json_each(:gone))"
+    values = {"kept": kept, "gone": gone}
+    conn.execute(
+        "INSERT INTO citations (citing_paper_id, cited_paper_id, source, fetched_at)"
+        f" SELECT CASE WHEN citing_paper_id IN {ids} THEN :kept ELSE citing_paper_id END,"
+        f" CASE WHEN cited_paper_id IN {ids} THEN :kept ELSE cited_paper_id END,"
+        f" source, fetched_at FROM citations"
+        f" WHERE citing_paper_id IN {ids} OR cited_paper_id IN {ids} ON CONFLICT DO NOTHING",
+        values,
+    )
+    conn.execute(
+        f"DELETE FROM citations WHERE citing_paper_id IN {ids} OR cited_paper_id IN {ids}"
+        " OR (citing_paper_id = :kept AND cited_paper_id = :kept)",
+        values,
+    )
+    columns = ", ".join(rows.CITATION_FETCH_COLUMNS)
+    conn.execute(
+        f"INSERT INTO citation_fetches ({columns}, fetched_at)"
+        f" SELECT {columns.replace('paper_id', ':kept')}, fetched_at FROM citation_fetches"
+        f" WHERE paper_id IN {ids} ON CONFLICT DO NOTHING",
+        values,
+    )
+    conn.execute(f"DELETE FROM citation_fetches WHERE paper_id IN {ids}", values)
 
 
 def _paper_values(write: PaperWrite) -> list[object]:

@@ -22,6 +22,8 @@ kind `LANDING_KINDS[(number // 4) % 7]`, so the papers whose abstract the APIs w
 - `none`: the citation_* tags and no abstract anywhere; its `<meta name="description">` is the
   publisher's blurb, not the abstract;
 - `forbidden`: HTTP 403, an "Access denied" page (a publisher's bot wall).
+The open-access PDFs the paper APIs name (`https://repository.sim/pdf/<hash>.pdf`,
+papers.open_access_pdf) are `/landing/pdf/<hash>.pdf`: a PDF (application/pdf), not a page.
 Pages with an abstract also show it in the page body. Attribute values are HTML-escaped (the
 abstracts hold `<`, `±` and `°C`). These pages answer before any fault or latency.
 """
@@ -29,6 +31,7 @@ abstracts hold `<`, `±` and `°C`). These pages answer before any fault or late
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from urllib.parse import urlsplit
 
@@ -48,6 +51,11 @@ LANDING_KINDS = (
     "none",
     "forbidden",
 )
+# The publishers' robots.txt, at the simulator's root (every simulated host is that one host):
+# each query's paper 19 (a `combined` page, whose abstract the APIs withhold) is off limits.
+PUBLISHERS_ROBOTS_TXT = "User-agent: *\nDisallow: /landing/*/19$\n"
+OPEN_ACCESS_PDF = re.compile(r"/pdf/[0-9a-f]{12}\.pdf")
+PDF_BODY = "%PDF-1.4\n% a simulated open-access PDF\n%%EOF\n"
 PUBLISHER_BLURB = "Peer-reviewed journals, books and data from Sim Publishing since 1901."
 
 
@@ -65,6 +73,8 @@ class Landing(SimEngine):
         self.papers = papers
 
     def other_page(self, path: str, params: dict[str, str]) -> SimPage | None:
+        if OPEN_ACCESS_PDF.fullmatch(path):
+            return SimPage(200, PDF_BODY, "application/pdf")
         found = self.papers.find("landing", path)
         if found is not None:
             return landing_page(found.key)

@@ -1,0 +1,25 @@
+-- lyra_crawl's PostgreSQL schema: from version 2 to version 3 (the citation graph). Run by
+-- database.py under the schema's advisory lock; the tables as schema.sql declares them.
+
+CREATE TABLE citations (
+    citing_paper_id  bigint NOT NULL REFERENCES papers (id),
+    cited_paper_id   bigint NOT NULL REFERENCES papers (id),
+    source           text NOT NULL,
+    fetched_at       timestamptz NOT NULL,
+    UNIQUE (citing_paper_id, cited_paper_id, source)
+);
+CREATE INDEX citations_cited ON citations (cited_paper_id);
+
+CREATE TABLE citation_fetches (
+    query_id     bigint NOT NULL REFERENCES queries (id),
+    paper_id     bigint NOT NULL REFERENCES papers (id),
+    source       text NOT NULL,
+    relation     text NOT NULL,
+    level        integer NOT NULL,
+    status       text NOT NULL,
+    links        integer NOT NULL DEFAULT 0,
+    detail       text NOT NULL DEFAULT '',
+    fetched_at   timestamptz NOT NULL,
+    PRIMARY KEY (query_id, paper_id, source, relation)
+);
+CREATE INDEX citation_fetches_paper ON citation_fetches (paper_id);
