@@ -1,22 +1,28 @@
 """Saving a query's papers into the one paper index: what both SQL stores do, without the SQL.
 
 A store's `save_papers` runs in one transaction (PostgreSQL: under the papers lock, so paper
-saves run one at a time across every node, as SQLite's write lock makes them):
+saves run one at a time across every node, as SQLite's write lock makes them), every read and
+write of it batch-shaped, one statement each over all the query's papers:
 
-1. it reads the blocks of `PapersSave.block_keys` (the identifiers and title keys of the
-   query's papers), then the compact titles of the stored papers in them (`candidate_ids`),
-   then the rows of those sharing an identifier with a paper or with a title close to one of
-   its own (`close_ids`) whole: a row is read whole only when it may be the paper;
-2. `PapersSave.writes` decides which stored rows each paper is (papers.paper_index:
-   canonical.py's rules) and what every row becomes — one `PaperWrite` per row, new or stored,
-   with the query's item URLs it links, the stored rows merged into it and the block keys it
-   enters. A paper that several stored rows turn out to be (a preprint's row and its journal
-   version's, joined by a record with both identifiers) makes them one row, the smallest id
-   kept. The query's own papers were merged with each other by the crawl and are not matched
-   with each other again;
+1. it moves the store's paper index generation on (`NEXT_GENERATION`, `PapersSave.start`);
+   reads the blocks of the query's papers' identifiers (`PapersSave.identifier_keys`, whole)
+   and title keys (`PapersSave.title_keys`: word and edge keys; a block of BLOCK_LIMIT papers
+   or more is full and read as None); then `TITLE_COLUMNS` of the papers in the title blocks
+   whose titles this process has not seen (`PapersSave.titled_ids`); then the rows of the
+   candidates whole (`PapersSave.candidate_ids`: the stored papers the in-memory index could
+   link a paper with, papers.paper_index); then the words known from stored records' author
+   and venue fields among the words of the titles to match (`PapersSave.title_words`, table
+   `paper_words`);
+2. `PapersSave.writes` matches all the query's papers with their candidates in ONE canonical
+   index (papers.paper_index.match_papers: canonical.py's rules) and says what every row
+   becomes — one `PaperWrite` per row, stored or new, with the query's item URLs it links, the
+   stored rows merged into it and the block keys it enters. A paper that several stored rows
+   turn out to be (a preprint's row and its journal version's, joined by a record with both
+   identifiers) makes them one row, the smallest id kept;
 3. the store runs the writes — rows merged away first have their items and block memberships
-   moved to the kept row and are deleted — then adds the block memberships of
-   `papers.paper_index.block_entries(...)`.
+   moved to the kept row and are deleted, then one executemany each for the updated rows, the
+   new rows, the items' links, the block memberships (`PapersSave.written`) and the words of
+   the query's records (`PapersSave.word_entries`).
 
 Column values merge as COALESCE would, the stored row first: its identifiers, title, year and
 venue stay; the longest abstract wins; authors are the first non-empty list; the kept records,
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from lyra_crawl.backends.rows import Row, decode_json
@@ -35,12 +42,18 @@ from lyra_crawl.config import PapersPolicy
 from lyra_crawl.papers.canonical import CanonicalPaper
 from lyra_crawl.papers.evidence import decide_evidence, fetch_urls, merge_fetch_urls
 from lyra_crawl.papers.paper_index import (
+    Blocks,
     KeptRecord,
+    KnownWords,
+    Members,
     QueryPaper,
-    StoredCandidate,
     block_entries,
-    compact_titles,
+    kept_paper_records,
+    kept_titles,
+    known_words,
+    match_papers,
     merge_kept,
+    stored_block_keys,
 )
 
 # The columns of a `papers` row that a save writes (besides id and the instants), and those of
@@ -72,8 +85,16 @@ PAPER_JSON_COLUMNS: Mapping[str, Any] = {
     "sources": [],
     "fetch_urls": {},
 }
-# What a candidate is read with first: the compact titles of its kept records.
+# What a paper of a word block is read with first: the normalised titles of its kept records.
 TITLE_COLUMNS = ("id", "match_titles")
+# `paper_words.kind` of the words of author names and of venues.
+NAME, VENUE = "name", "venue"
+# Moves the store's paper index generation on by one (see StoredTitles); both dialects read it.
+NEXT_GENERATION = (
+    "INSERT INTO paper_index_generation (id, generation) VALUES (1, 1)"
+    " ON CONFLICT (id) DO UPDATE SET generation = paper_index_generation.generation + 1"
+    " RETURNING generation"
+)
 _FIRST_KNOWN = ("doi", "arxiv_id", "pmid", "title", "normalized_title", "year", "venue")
 
 Values = dict[str, Any]
@@ -91,77 +112,172 @@ class PaperWrite:
     block_keys: set[str] = field(default_factory=set)
 
 
+class StoredTitles:
+    """Stored papers' `match_titles` as one process last read or wrote them, so that a save
+    reads from the store only the titles it has not seen.
+
+    The store stays the source of truth: every save moves the store's paper index generation
+    on by one (`start`), and the titles kept are used only while the generation a save moves
+    from is the one this process's last save moved to, i.e. no other process (nor another
+    store of this one) has saved papers in between; else they are dropped. A save that fails
+    leaves them a generation ahead of the store, so the next save drops them too. At most
+    `limit` papers' titles are kept (about 200 bytes each).
+    """
+
+    def __init__(self, limit: int = 200_000) -> None:
+        self.limit = limit
+        self.generation: int | None = None
+        self._titles: dict[int, list[str]] = {}
+
+    def start(self, generation: int) -> None:
+        """A save begins: it moved the store's generation to `generation`."""
+        if generation - 1 != self.generation or len(self._titles) > self.limit:
+            self._titles.clear()
+        self.generation = generation
+
+    def missing(self, ids: Iterable[int]) -> list[int]:
+        return [paper_id for paper_id in ids if paper_id not in self._titles]
+
+    def read(self, rows: Iterable[Row]) -> None:
+        """Titles read from the store (`TITLE_COLUMNS` rows)."""
+        for row in rows:
+            self._titles[int(row["id"])] = (row["match_titles"] or "").splitlines()
+
+    def written(self, writes: Sequence[PaperWrite], paper_ids: Sequence[int]) -> None:
+        """The titles of rows a save wrote (`paper_ids`, one per write); rows merged away gone."""
+        for paper_id, write in zip(paper_ids, writes, strict=True):
+            self._titles[paper_id] = write.values["match_titles"].splitlines()
+            for gone in write.absorbed:
+                self._titles.pop(gone, None)
+
+    def get(self, paper_id: int) -> list[str]:
+        return self._titles.get(paper_id, [])
+
+
 class PapersSave:
-    """One query's papers on their way into the index: what to read, then what to write."""
+    """One query's papers on their way into the index: what to read, step by step, then what
+    to write (see the module's docstring for the order)."""
 
     def __init__(
-        self, papers: Sequence[tuple[CanonicalPaper, Sequence[str]]], *, min_abstract_chars: int
+        self,
+        papers: Sequence[tuple[CanonicalPaper, Sequence[str]]],
+        *,
+        min_abstract_chars: int,
+        titles: StoredTitles,
     ) -> None:
         self.papers = papers
         self.min_abstract_chars = min_abstract_chars
+        self._titles = titles
         self._queried = [QueryPaper(paper) for paper, _ in papers]
+        # What the steps found, for the next ones.
+        self._blocks: Blocks = {}
+        self._members: list[Members] = []
+        self._titled: set[int] = set()
+        self._candidates: list[set[int]] = []
+        self._writes: list[PaperWrite] = []
+
+    def start(self, generation: int) -> None:
+        """The save's transaction moved the store's paper index generation to `generation`."""
+        self._titles.start(generation)
 
     @property
-    def block_keys(self) -> list[str]:
-        """The blocks a save reads first: every paper's identifiers and title keys."""
-        return sorted({key for queried in self._queried for key in queried.block_keys})
+    def identifier_keys(self) -> list[str]:
+        """The identifier blocks a save reads first, whole: every paper's identifiers."""
+        return list({key for queried in self._queried for key in queried.identifier_keys})
 
-    def candidate_ids(self, blocks: Mapping[str, Sequence[int]]) -> list[int]:
-        """The stored papers in the blocks read: their titles are read next (`TITLE_COLUMNS`)."""
-        found: set[int] = set()
-        for queried in self._queried:
-            found |= queried.sharing_identifiers(blocks) | queried.title_candidates(blocks)
-        return sorted(found)
+    @property
+    def title_keys(self) -> list[str]:
+        """The title blocks a save reads first, unless full (BLOCK_LIMIT papers): every paper's
+        word and edge keys."""
+        return list(
+            {key for queried in self._queried for key in queried.word_keys | queried.edge_keys}
+        )
 
-    def close_ids(self, blocks: Mapping[str, Sequence[int]], titled: Iterable[Row]) -> list[int]:
-        """The candidates sharing an identifier with a paper or with a title close to one of
-        its own (`TITLE_COLUMNS` rows): the rows to read whole."""
-        titles = {int(row["id"]): row["match_titles"] or "" for row in titled}
-        close: set[int] = set()
-        for queried in self._queried:
-            close |= queried.sharing_identifiers(blocks)
-            candidates = queried.title_candidates(blocks) & titles.keys()
-            close |= queried.close_titles({i: titles[i] for i in candidates})
-        return sorted(close & titles.keys())
+    def titled_ids(self, blocks: Blocks) -> list[int]:
+        """The stored papers in the title blocks read (`blocks`, identifier and title blocks
+        by key; None for a full one) whose titles this process has not seen: they are read
+        next (`TITLE_COLUMNS`)."""
+        self._blocks = blocks
+        self._members = [queried.members(blocks) for queried in self._queried]
+        self._titled = set().union(*(members.titled for members in self._members))
+        return self._titles.missing(self._titled)
 
-    def writes(self, blocks: Mapping[str, Sequence[int]], rows: Iterable[Row]) -> list[PaperWrite]:
+    def candidate_ids(self, titled: Iterable[Row]) -> list[int]:
+        """Every paper's candidates (`titled`: the `TITLE_COLUMNS` rows read): the rows to
+        read whole."""
+        self._titles.read(titled)
+        titles = {paper_id: self._titles.get(paper_id) for paper_id in self._titled}
+        self._candidates = [
+            queried.candidates(members, titles)
+            for queried, members in zip(self._queried, self._members, strict=True)
+        ]
+        return sorted(set().union(*self._candidates))
+
+    def title_words(self, rows: Iterable[Row]) -> list[str]:
+        """The words of the titles to match, the query's papers' with candidates and their
+        candidates' (`rows`): which of them are known author or venue words is read next."""
+        words = {word for row in rows for word in (row["match_titles"] or "").split()}
+        for queried, found in zip(self._queried, self._candidates, strict=True):
+            if found:
+                words.update(word for title in queried.titles for word in title.split())
+        return sorted(words)
+
+    def writes(self, rows: Iterable[Row], words: Iterable[tuple[str, str]]) -> list[PaperWrite]:
         """Which stored rows each paper is, and what every row written becomes: the writes in
-        the order to run them. `rows`: the rows `close_ids` named, whole."""
+        the order to run them. `rows`: the candidates' rows whole; `words`: the (word, kind)
+        rows read for `title_words`."""
         state = {int(row["id"]): row_values(row) for row in rows}
-        # Candidates as matching sees them, each worked out once unless its kept records grow.
-        seen: dict[int, StoredCandidate] = {}
-        moved: dict[int, int] = {}
-        stored: dict[int, PaperWrite] = {}
+        stored_words = {NAME: set[str](), VENUE: set[str]()}
+        for word, kind in words:
+            stored_words[kind].add(word)
+        query_words = self._query_words
+        matches = match_papers(
+            self._queried,
+            [found & state.keys() for found in self._candidates],
+            {paper_id: values["match_records"] for paper_id, values in state.items()},
+            KnownWords(
+                query_words.names | stored_words[NAME], query_words.venues | stored_words[VENUE]
+            ),
+        )
+        stored: list[PaperWrite] = []
         new: list[PaperWrite] = []
-        for (paper, urls), queried in zip(self.papers, self._queried, strict=True):
-            sharing = {moved.get(i, i) for i in queried.sharing_identifiers(blocks)}
-            others = {moved.get(i, i) for i in queried.title_candidates(blocks)} - sharing
-            for i in others & state.keys() - seen.keys():
-                seen[i] = StoredCandidate(i, state[i]["match_records"])
-            judged = queried.matches([seen[i] for i in sorted(others & seen.keys())])
-            matched = sorted((sharing & state.keys()) | set(judged))
-            values = paper_values(paper, queried.kept)
-            if not matched:
-                merged = merge_values([values], self.min_abstract_chars)
-                new.append(PaperWrite(None, merged, list(urls), block_keys=set(queried.block_keys)))
-                continue
-            keep, *absorbed = matched
-            write = stored.setdefault(keep, PaperWrite(keep, state[keep]))
-            for other in absorbed:
-                moved.update({old: keep for old, kept_id in moved.items() if kept_id == other})
-                moved[other] = keep
-                seen.pop(other, None)
-                write.absorbed.append(other)
-                if (gone := stored.pop(other, None)) is not None:
-                    write.urls += gone.urls
-                    write.absorbed += gone.absorbed
-                    write.block_keys |= gone.block_keys
-            known = [state[keep], *(state.pop(other) for other in absorbed), values]
-            write.values = state[keep] = merge_values(known, self.min_abstract_chars)
-            seen.pop(keep, None)  # its kept records grew
-            write.urls += urls
-            write.block_keys |= queried.block_keys
-        return [*stored.values(), *new]
+        for match in matches:
+            found = [paper_values(self._queried[p]) for p in match.positions]
+            write = PaperWrite(
+                None,
+                {},
+                [url for p in match.positions for url in self.papers[p][1]],
+                block_keys=set().union(*(self._queried[p].block_keys for p in match.positions)),
+            )
+            if match.stored:
+                write.row_id, *write.absorbed = match.stored
+                found = [*(state[paper_id] for paper_id in match.stored), *found]
+            write.values = merge_values(found, self.min_abstract_chars)
+            (stored if match.stored else new).append(write)
+        self._writes = [*stored, *new]
+        return self._writes
+
+    def written(self, paper_ids: Sequence[int]) -> list[tuple[str, int]]:
+        """The writes ran, giving the rows `paper_ids` (one per write): the block memberships
+        (key, paper id) they add, in key order (inserted in order, one after another touches
+        the same pages of the blocks' index)."""
+        writes = self._writes
+        self._titles.written(writes, paper_ids)
+        return sorted(
+            block_entries(
+                self._blocks,
+                ((paper_id, w.block_keys) for paper_id, w in zip(paper_ids, writes, strict=True)),
+            )
+        )
+
+    @property
+    def word_entries(self) -> list[tuple[str, str]]:
+        """The (word, kind) rows of the query's records' author and venue fields."""
+        return word_entries(self._query_words)
+
+    @cached_property
+    def _query_words(self) -> KnownWords:
+        return known_words(record for paper, _ in self.papers for record in paper.records)
 
 
 def external_ids(paper: CanonicalPaper) -> dict[str, str]:
@@ -169,15 +285,17 @@ def external_ids(paper: CanonicalPaper) -> dict[str, str]:
     return {record.source: record.source_id for record in paper.records if record.source_id}
 
 
-def paper_values(paper: CanonicalPaper, kept: list[KeptRecord]) -> Values:
-    """A canonical paper as the columns of a row (what is derived left to `merge_values`)."""
+def paper_values(queried: QueryPaper) -> Values:
+    """A query's paper as the columns of a row (its evidence left to `merge_values`)."""
+    paper = queried.paper
     return {
         "doi": paper.doi,
         "arxiv_id": paper.arxiv_id,
         "pmid": paper.pmid,
         "title": paper.title,
         "normalized_title": paper.normalized_title,
-        "match_records": kept,
+        "match_records": queried.kept,
+        "match_titles": "\n".join(queried.titles),
         "year": paper.year,
         "authors": list(paper.authors),
         "venue": paper.venue,
@@ -197,7 +315,7 @@ def kept_records(row: Row) -> list[KeptRecord]:
     kept = decode_json(row["match_records"], [])
     if kept:
         return kept
-    fields = {name: row[name] for name in ("title", "year", "doi", "arxiv_id", "pmid")}
+    fields = {name: row[name] for name in ("title", "year", "venue", "doi", "arxiv_id", "pmid")}
     fields["authors"] = decode_json(row["authors"], [])
     return [{name: value for name, value in fields.items() if value}]
 
@@ -212,13 +330,27 @@ def row_values(row: Row) -> Values:
 
 
 def merge_values(known: Sequence[Values], min_abstract_chars: int) -> Values:
-    """One row from several views of one paper, the first (the kept stored row) first."""
+    """One row from several views of one paper, the first (the kept stored row) first; its
+    evidence decided on the result."""
+    merged = dict(known[0]) if len(known) == 1 else _merged(known)
+    if not merged["match_titles"]:
+        merged["match_titles"] = "\n".join(kept_titles(merged["match_records"]))
+    evidence = decide_evidence(
+        merged["abstract"], merged["fetch_urls"], min_abstract_chars=min_abstract_chars
+    )
+    merged["evidence"] = evidence.evidence
+    merged["fetch_url"] = evidence.fetch_url
+    merged["evidence_reason"] = evidence.reason
+    return {column: merged[column] for column in PAPER_COLUMNS}
+
+
+def _merged(known: Sequence[Values]) -> Values:
     merged: Values = {
         column: next((v[column] for v in known if v[column] is not None), None)
         for column in _FIRST_KNOWN
     }
     merged["match_records"] = merge_kept(*(v["match_records"] for v in known))
-    merged["match_titles"] = "\n".join(compact_titles(merged["match_records"]))
+    merged["match_titles"] = None  # from the merged kept records
     abstracts = [v["abstract"] for v in known if v["abstract"]]
     merged["abstract"] = max(abstracts, key=len, default=None)
     merged["authors"] = next((v["authors"] for v in known if v["authors"]), [])
@@ -227,13 +359,7 @@ def merge_values(known: Sequence[Values], min_abstract_chars: int) -> Values:
     attributions = {v["attribution"] for v in known}
     merged["attribution"] = attributions.pop() if len(attributions) == 1 else "both"
     merged["fetch_urls"] = merge_fetch_urls(*(v["fetch_urls"] for v in known))
-    evidence = decide_evidence(
-        merged["abstract"], merged["fetch_urls"], min_abstract_chars=min_abstract_chars
-    )
-    merged["evidence"] = evidence.evidence
-    merged["fetch_url"] = evidence.fetch_url
-    merged["evidence_reason"] = evidence.reason
-    return {column: merged[column] for column in PAPER_COLUMNS}
+    return merged
 
 
 # What the upgrade to the paper index writes on every stored paper.
@@ -256,6 +382,13 @@ class IndexUpgrade:
     rows: list[tuple[int, Values]]
 
 
+def word_entries(words: KnownWords) -> list[tuple[str, str]]:
+    """Known words as `paper_words` rows (word, kind)."""
+    return [(word, NAME) for word in sorted(words.names)] + [
+        (word, VENUE) for word in sorted(words.venues)
+    ]
+
+
 def upgrade_to_index(rows: Iterable[Row]) -> IndexUpgrade:
     """The index over papers stored before it, from their rows (a store's schema upgrade).
 
@@ -270,8 +403,25 @@ def upgrade_to_index(rows: Iterable[Row]) -> IndexUpgrade:
             fetch_urls((), doi=values["doi"], arxiv_id=values["arxiv_id"], pmid=values["pmid"]),
         )
         upgraded.append((int(row["id"]), merge_values([values], PapersPolicy().min_abstract_chars)))
-    keyed = [
-        (row_id, StoredCandidate(row_id, values["match_records"]).block_keys)
-        for row_id, values in upgraded
-    ]
+    keyed = [(row_id, stored_block_keys(values["match_records"])) for row_id, values in upgraded]
     return IndexUpgrade(block_entries({}, keyed), upgraded)
+
+
+@dataclass(frozen=True)
+class MatchingUpgrade:
+    """What papers stored before a save read the words of records and stored papers' titles
+    need: the (word, kind) rows of their kept records' author and venue fields, and each row's
+    `match_titles` as a save reads them (its kept titles normalised; once their compact form),
+    as (match_titles, paper id)."""
+
+    words: list[tuple[str, str]]
+    titles: list[tuple[str, int]]
+
+
+def upgrade_matching(rows: Iterable[Row]) -> MatchingUpgrade:
+    """The words and titles of papers stored before them, from their rows (a store's schema
+    upgrade)."""
+    kept = [(int(row["id"]), kept_records(row)) for row in rows]
+    words = known_words(record for _, found in kept for record in kept_paper_records(found))
+    titles = [("\n".join(kept_titles(found)), row_id) for row_id, found in kept]
+    return MatchingUpgrade(word_entries(words), titles)

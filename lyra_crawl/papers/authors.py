@@ -16,7 +16,7 @@ import unicodedata
 
 from rapidfuzz.distance import Levenshtein
 
-__all__ = ["author_names", "fold_name", "same_surname", "surname"]
+__all__ = ["author_names", "fold_name", "name_words", "same_surname", "surname"]
 
 _NAME_SUFFIXES = frozenset({"jr", "sr", "ii", "iii", "iv"})
 _NON_LETTER = re.compile(r"[^a-z]+")
@@ -40,10 +40,14 @@ def fold_name(text: str) -> str:
 def author_names(authors: tuple[str, ...]) -> tuple[set[str], set[str]]:
     """The folded surnames of an author list, and all words of its names longer than an
     initial (given names and surnames alike)."""
-    surnames = {family for family in map(surname, authors) if family}
+    return {family for family in map(surname, authors) if family}, name_words(authors)
+
+
+def name_words(authors: tuple[str, ...]) -> set[str]:
+    """All folded words of an author list's names longer than an initial."""
     text = " ".join(authors)
     folded = text.lower() if text.isascii() and "&" not in text else fold_name(text)
-    return surnames, set(_NAME_WORD.findall(folded))
+    return set(_NAME_WORD.findall(folded))
 
 
 def surname(author: str) -> str | None:

@@ -47,14 +47,16 @@ import gc
 import html
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations
 from typing import Literal
 
 from rapidfuzz import fuzz, process
 
-from lyra_crawl.papers.authors import author_names, fold_name, same_surname
+from lyra_crawl.papers.authors import author_names, fold_name, name_words, same_surname
 from lyra_crawl.papers.identifiers import (
     ARXIV_DOI_PREFIX,
     arxiv_id_from_doi,
@@ -66,19 +68,29 @@ from lyra_crawl.papers.titles import align_start, extra_years, is_year, one_lett
 from lyra_crawl.results import ResultFields, ResultKind
 
 __all__ = [
+    "BLOCK_LIMIT",
+    "TITLE_THRESHOLD",
     "Attribution",
     "CanonicalPaper",
     "CanonicalPaperIndex",
     "PaperRecord",
     "RecordKind",
+    "Side",
+    "cited_words",
     "identifier_keys",
     "is_generic_title",
+    "no_cyclic_gc",
     "normalize_title",
     "title_block_keys",
+    "titles_could_link",
 ]
 
 Attribution = Literal["both", "api_only", "serp_only"]
 RecordKind = ResultKind
+# Of groups added with add_groups: a store's index holds its stored papers and a query's new ones.
+Side = Literal["stored", "new"]
+_SIDE_BITS: dict[Side, int] = {"stored": 1, "new": 2}
+_BOTH_SIDES = 3
 
 
 @dataclass(kw_only=True)
@@ -171,11 +183,13 @@ _BLOCK_WORDS = 4
 _EDGE_WORDS = 3
 # A block this full is made of common words; it stops growing so that no title is compared with
 # an ever larger share of the index. Titles sharing only such blocks are then not compared.
-_BLOCK_LIMIT = 32
+BLOCK_LIMIT = 32
 # The shorter title needs this many content words for a subtitle match ("XML" is no evidence).
 _MIN_CONTAINED_WORDS = 3
 # Characters of the run-together content words that key a title's joined blocks.
 _JOINED_KEY_LENGTH = 16
+# Titles this similar (fuzz.ratio of the normalised titles) may name the same paper.
+TITLE_THRESHOLD = 90.0
 # A citation after a title starts with a name, an initial, a venue or a year within its first
 # three words ("J. Smith", "A. B. Smith", "Kun-Lung Wu", "Proc. VLDB").
 _CITATION_START = 3
@@ -202,16 +216,24 @@ def is_generic_title(normalized: str) -> bool:
     return _GENERIC_TITLE.fullmatch(normalized) is not None
 
 
-def title_block_keys(normalized_title: str) -> list[str]:
-    """The blocking keys of a normalised title, as text: a title is compared only with titles
-    sharing one of them (the index's own blocking, for a store's index of stored titles)."""
+def title_block_keys(normalized_title: str) -> tuple[list[str], list[str]]:
+    """The blocking keys of a normalised title as text, its word keys and its edge keys (the
+    index's own blocking, for a store's index of stored titles): a title is scored against the
+    titles sharing a word key, and those at least TITLE_THRESHOLD similar may be linked with it;
+    the titles sharing an edge key may be linked whatever their score."""
     word_keys, edge_keys = _block_keys(tuple(normalized_title.split()))
-    return [" ".join(key) for key in (*word_keys, *edge_keys)]
+    return [" ".join(key) for key in word_keys], [" ".join(key) for key in edge_keys]
 
 
 def identifier_keys(record: PaperRecord) -> list[tuple[str, str]]:
     """The record's identifiers as the index joins them: (doi|arxiv|pmid, normalised value)."""
     return _identifier_keys(record)
+
+
+def cited_words(record: PaperRecord) -> tuple[set[str], frozenset[str]]:
+    """The words of a record that a citation around a title is read with (see ``_citation``):
+    those of its author names longer than an initial, and those of its venue."""
+    return name_words(record.authors), _venue_words(record.venue) if record.venue else _NONE
 
 
 @dataclass(slots=True)
@@ -283,7 +305,9 @@ class CanonicalPaperIndex:
     its first record, so a key can change to a smaller one when a later record joins two papers.
     """
 
-    def __init__(self, *, title_threshold: float = 90.0, year_tolerance: int = 1) -> None:
+    def __init__(
+        self, *, title_threshold: float = TITLE_THRESHOLD, year_tolerance: int = 1
+    ) -> None:
         self.title_threshold = title_threshold
         self.year_tolerance = year_tolerance
         self._records: list[PaperRecord] = []
@@ -296,19 +320,37 @@ class CanonicalPaperIndex:
         # Words seen in author and venue fields: what a citation around a title is made of.
         self._name_words: set[str] = set()
         self._venue_words: set[str] = set()
-        self._venue_cache: dict[str, frozenset[str]] = {}
+        # The side bits of groups added with a side, by their key; empty in a plain index.
+        self._sides: dict[int, int] = {}
 
     def add(self, record: PaperRecord) -> int:
         """Add one record and return the key of the canonical paper it belongs to."""
         return self._add(record, self._prepare(record, normalize_title(record.title)))
 
-    def add_group(self, records: Iterable[PaperRecord]) -> int:
-        """Add records already known to be one paper (a stored paper's) as one group, whatever
-        the rules say of them; the rules merge the group with other papers. Returns its key."""
-        keys = self.add_many(records)
-        for key in keys[1:]:
-            self._union(keys[0], key)
-        return self._find(keys[0])
+    def add_groups(
+        self, groups: Iterable[Iterable[PaperRecord]], *, side: Side | None = None
+    ) -> list[int]:
+        """Add groups of records, each already known to be one paper whatever the rules say of
+        its records; the rules merge the groups with other papers. Returns each one's key.
+
+        With a side (a store's index: its stored papers, then a query's new ones), the title
+        rules never join two groups of one side: groups join only through a group of the other.
+        """
+        bits = _SIDE_BITS[side] if side else 0
+        keys = []
+        with no_cyclic_gc():
+            for records in groups:
+                first, *others = self._add_records(records, bits)
+                for other in others:
+                    self._union(first, other)
+                keys.append(first)
+        return [self._find(key) for key in keys]
+
+    def know_words(self, names: Iterable[str], venues: Iterable[str]) -> None:
+        """Words of the author and venue fields of records outside the index (``cited_words``
+        of a store's papers): citations around titles are read with them as with its own."""
+        self._name_words.update(names)
+        self._venue_words.update(venues)
 
     def add_many(self, records: Iterable[PaperRecord]) -> list[int]:
         """Add records in order (same result as repeated ``add``); return each one's final key.
@@ -316,22 +358,18 @@ class CanonicalPaperIndex:
         Each distinct raw title is normalised once, and each distinct normalised title is
         scored once, against its whole block in a single rapidfuzz call.
         """
+        with no_cyclic_gc():
+            return self._add_records(records, 0)
+
+    def _add_records(self, records: Iterable[PaperRecord], side: int) -> list[int]:
         normalized: dict[str, str] = {}
         indices = []
-        # The batch allocates many small containers and no reference cycles; left on, the cyclic
-        # garbage collector rescans the whole growing index again and again (~40 % of the time).
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            for record in records:
-                title = normalized.get(record.title)
-                if title is None:
-                    title = normalized[record.title] = normalize_title(record.title)
-                self._add(record, self._prepare(record, title))
-                indices.append(len(self._records) - 1)
-        finally:
-            if collecting:
-                gc.enable()
+        for record in records:
+            title = normalized.get(record.title)
+            if title is None:
+                title = normalized[record.title] = normalize_title(record.title)
+            self._add(record, self._prepare(record, title), side)
+            indices.append(len(self._records) - 1)
         return [self._find(index) for index in indices]
 
     def key_of(self, record_index: int) -> int:
@@ -341,9 +379,10 @@ class CanonicalPaperIndex:
     def papers(self) -> list[CanonicalPaper]:
         """All canonical papers, ordered by key."""
         groups: dict[int, list[PaperRecord]] = {}
-        for index, record in enumerate(self._records):
-            groups.setdefault(self._find(index), []).append(record)
-        return [_canonical_paper(key, records) for key, records in sorted(groups.items())]
+        with no_cyclic_gc():
+            for index, record in enumerate(self._records):
+                groups.setdefault(self._find(index), []).append(record)
+            return [_canonical_paper(key, records) for key, records in sorted(groups.items())]
 
     def __len__(self) -> int:
         return len(self._records)
@@ -355,7 +394,7 @@ class CanonicalPaperIndex:
             ids.setdefault(kind, set()).add(value)
         surnames, name_words = author_names(record.authors)
         years = {record.year} if record.year is not None else set()
-        venue = set(self._venue_words_of(record.venue)) if record.venue else set()
+        venue = set(_venue_words(record.venue)) if record.venue else set()
         return _Prepared(
             normalized_title=normalized_title,
             id_keys=id_keys,
@@ -363,17 +402,12 @@ class CanonicalPaperIndex:
             name_words=name_words,
         )
 
-    def _venue_words_of(self, venue: str) -> frozenset[str]:
-        """A venue's folded words but stop words; few venues name many records."""
-        words = self._venue_cache.get(venue)
-        if words is None:
-            words = self._venue_cache[venue] = frozenset(fold_name(venue).split()) - _STOPWORDS
-        return words
-
-    def _add(self, record: PaperRecord, prepared: _Prepared) -> int:
+    def _add(self, record: PaperRecord, prepared: _Prepared, side: int = 0) -> int:
         index = len(self._records)
         self._records.append(record)
         self._parent.append(index)
+        if side:
+            self._sides[index] = side
         self._evidence[index] = prepared.evidence
         self._name_words |= prepared.name_words
         self._venue_words |= prepared.evidence.venue_words
@@ -395,7 +429,11 @@ class CanonicalPaperIndex:
             neighbour.groups = list(dict.fromkeys(map(self._find, neighbour.groups)))
             for member in neighbour.groups:
                 own, other = self._find(index), self._find(member)
-                if own != other and self._corroborated(own, other, link):
+                if (
+                    own != other
+                    and (not self._sides or self._may_join(own, other))
+                    and self._corroborated(own, other, link)
+                ):
                     self._union(own, other)
         title.groups.append(index)
 
@@ -429,7 +467,7 @@ class CanonicalPaperIndex:
                     title.links.append(link)
                     self._titles[other].links.append(link.reverse(title_id))
         for block in word_blocks + edge_blocks:
-            if len(block) < _BLOCK_LIMIT:
+            if len(block) < BLOCK_LIMIT:
                 block.append(title_id)
         return title_id
 
@@ -493,12 +531,7 @@ class CanonicalPaperIndex:
         self, words: tuple[str, ...], other_words: tuple[str, ...], other: int
     ) -> _Link | None:
         """A link when one title ends the other, a subtitle (or label) before it."""
-        short, long = sorted((words, other_words), key=len)
-        if short[-1] != long[-1] or len(short) == len(long):
-            return None
-        if _content_words(short) < _MIN_CONTAINED_WORDS:
-            return None
-        return _Link(other, "author") if long[-len(short) :] == short else None
+        return _Link(other, "author") if _ends_other(words, other_words) else None
 
     def _generic(self, normalized_title: str) -> bool:
         """Whether a title is generic, or generic with a citation after it ("book review column
@@ -553,7 +586,7 @@ class CanonicalPaperIndex:
         self, blocks: list[list[int]], qualifier: tuple[str, frozenset[str]]
     ) -> list[int]:
         """Distinct titles in blocks that are not full, with the same qualifier."""
-        seen = dict.fromkeys(c for block in blocks if len(block) < _BLOCK_LIMIT for c in block)
+        seen = dict.fromkeys(c for block in blocks if len(block) < BLOCK_LIMIT for c in block)
         return [c for c in seen if self._titles[c].qualifier == qualifier]
 
     def _corroborated(self, a: int, b: int, link: _Link) -> bool:
@@ -638,6 +671,12 @@ class CanonicalPaperIndex:
             or _named(_spellings(other_cited), first.surnames)
         )
 
+    def _may_join(self, a: int, b: int) -> bool:
+        """Whether the title rules may join two groups: not when both have a side and it is
+        the same one (see ``add_groups``)."""
+        side, other_side = self._sides.get(a, 0), self._sides.get(b, 0)
+        return not (side and other_side) or side | other_side == _BOTH_SIDES
+
     def _find(self, index: int) -> int:
         parent = self._parent
         while parent[index] != index:
@@ -658,6 +697,8 @@ class CanonicalPaperIndex:
         kept.absorb(moved)
         self._evidence[root] = kept
         self._parent[child] = root
+        if self._sides and (sides := self._sides.pop(child, 0) | self._sides.get(root, 0)):
+            self._sides[root] = sides
 
 
 def _fold(text: str) -> str:
@@ -668,6 +709,29 @@ def _fold(text: str) -> str:
         return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector off for a while: merging papers allocates many small
+    containers and no reference cycles; left on, it rescans the whole growing index (and the
+    rest of the process's objects) again and again (~40 % of the time)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+@lru_cache(maxsize=1 << 12)
+def _venue_words(venue: str) -> frozenset[str]:
+    """A venue's folded words but stop words; few venues name many records."""
+    return frozenset(fold_name(venue).split()) - _STOPWORDS
 
 
 def _qualifier(normalized_title: str) -> tuple[str, frozenset[str]]:
@@ -755,6 +819,31 @@ def _own_words(extra: tuple[str, ...], other_extra: tuple[str, ...]) -> set[str]
 def _differ(extra: tuple[str, ...], other_extra: tuple[str, ...]) -> bool:
     """Whether each of two subtitles has content words of its own."""
     return bool(_own_words(extra, other_extra)) and bool(_own_words(other_extra, extra))
+
+
+def titles_could_link(words: tuple[str, ...], other_words: tuple[str, ...]) -> bool:
+    """Whether the index could link a title (its words) with an earlier one it is not
+    TITLE_THRESHOLD similar to, whatever author and venue words it knows (``_link``): they
+    agree from the start on all their words, or on a start of at least
+    ``_MIN_CONTAINED_WORDS`` content words that is not generic, or one ends the other."""
+    if words[0][0] == other_words[0][0]:
+        i, j = align_start(words, other_words)
+        if i == len(words) and j == len(other_words):
+            return True
+        start = words[:i]
+        if _content_words(start) >= _MIN_CONTAINED_WORDS and not is_generic_title(" ".join(start)):
+            return True
+    return _ends_other(words, other_words)
+
+
+def _ends_other(words: tuple[str, ...], other_words: tuple[str, ...]) -> bool:
+    """Whether one title ends the other, a subtitle (or label) before it."""
+    short, long = sorted((words, other_words), key=len)
+    if short[-1] != long[-1] or len(short) == len(long):
+        return False
+    if _content_words(short) < _MIN_CONTAINED_WORDS:
+        return False
+    return long[-len(short) :] == short
 
 
 def _content_words(words: tuple[str, ...]) -> int:

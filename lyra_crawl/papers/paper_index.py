@@ -1,26 +1,32 @@
 """The one paper index across queries, as a store keeps it: blocks, candidates, matching. Pure.
 
 A query's papers are merged with each other by the crawl (papers.collector); at the query's
-close each one is merged with the papers already stored, so that one paper is one row however
+close they are merged with the papers already stored, so that one paper is one row however
 many queries and crawls found it:
 
 * A stored paper keeps what the merge rules read of the records it was merged from (its kept
-  records: title, year, authors and identifiers of each, at most `RECORDS_KEPT` distinct ones).
-  In memory a record is compared with every title of a group and against the group's years,
-  surnames and identifiers together; a stored paper is that group again.
+  records: title, year, authors, venue and identifiers of each, at most `RECORDS_KEPT`
+  distinct ones). In memory a record is compared with every title of a group and against the
+  group's years, surnames, venues and identifiers together; a stored paper is that group again.
 * A stored paper is found through its blocks: one per identifier of its records
   (`doi:10.1/x`, `arxiv:…`, `pmid:…`) and the keys of each of their titles
-  (`canonical.title_block_keys`, the in-memory index's own blocking). A title block holds at
-  most `BLOCK_LIMIT` papers: once full it stops growing and is no longer read, as the in-memory
-  index's blocks do, because it is made of common words and would compare each new paper with
-  an ever larger share of the store.
-* Matching (`QueryPaper.matches`) runs canonical.py's rules as they are. A stored paper sharing
-  an identifier with the paper is the paper (the rules join shared identifiers whatever else
-  the records say). Any other candidate whose title is close to one of the paper's at the
-  character level is judged with the paper alone: its kept records enter a fresh
-  CanonicalPaperIndex as one group, then the paper's records as another, and it is the paper
-  when the rules join the two. Two stored papers never join each other except through the
-  paper itself.
+  (`canonical.title_block_keys`, the in-memory index's own blocking: word keys and edge keys).
+  A title block holds at most `BLOCK_LIMIT` papers: once full it stops growing and is no
+  longer read, as the in-memory index's blocks do, because it is made of common words and
+  would compare each new paper with an ever larger share of the store.
+* A paper's candidates (`QueryPaper.candidates`) are the stored papers the in-memory index
+  could link it with: those sharing an identifier with it; those in its word or edge blocks
+  with a title at least `TITLE_THRESHOLD` similar to one of its own (the index scores every
+  title of its blocks); and those in its edge blocks whose title the index could link with one
+  of its own whatever the score (`canonical.titles_could_link`: a long common start, or one
+  title ending the other). A superset of what the rules join, computed from titles alone.
+* Matching (`match_papers`) runs canonical.py's rules as they are, in ONE CanonicalPaperIndex
+  per save: the candidates, each one group of its kept records ("stored" side), then the
+  query's papers that have candidates, each one group ("new" side). The index knows the words of
+  the author and venue fields of every stored record and of the query's (`KnownWords`), so a
+  citation around a title reads as it would in memory. Groups of one side never join each
+  other by the rules: two stored papers join only through a query's paper, and the query's
+  papers, merged with each other by the crawl, are not merged again.
 """
 
 from __future__ import annotations
@@ -33,37 +39,45 @@ from typing import Any
 from rapidfuzz import fuzz, process
 
 from lyra_crawl.papers.canonical import (
+    BLOCK_LIMIT,
+    TITLE_THRESHOLD,
     CanonicalPaper,
     CanonicalPaperIndex,
     PaperRecord,
+    cited_words,
     identifier_keys,
     is_generic_title,
     normalize_title,
     title_block_keys,
+    titles_could_link,
 )
 
 __all__ = [
-    "BLOCK_LIMIT",
-    "CLOSE_TITLE_SCORE",
     "RECORDS_KEPT",
+    "Blocks",
     "KeptRecord",
+    "KnownWords",
+    "Match",
+    "Members",
     "QueryPaper",
-    "StoredCandidate",
     "block_entries",
-    "compact_titles",
+    "is_identifier_key",
+    "kept_paper_records",
     "kept_record",
+    "kept_titles",
+    "known_words",
+    "match_papers",
     "merge_kept",
-    "title_keys",
+    "stored_block_keys",
 ]
 
-BLOCK_LIMIT = 32
 RECORDS_KEPT = 16
-# Below the index's own title threshold (ratio 90), so no pair the rules could accept is missed.
-CLOSE_TITLE_SCORE = 80
 # A save normalises the same titles again and again (a paper's, its candidates').
 _normalized = lru_cache(maxsize=1 << 16)(normalize_title)
 
 KeptRecord = dict[str, Any]
+# Stored blocks by key: their papers' ids, or None for a full title block (no longer read).
+Blocks = Mapping[str, Sequence[int] | None]
 
 
 def kept_record(record: PaperRecord) -> KeptRecord:
@@ -72,6 +86,7 @@ def kept_record(record: PaperRecord) -> KeptRecord:
         "title": record.title,
         "year": record.year,
         "authors": list(record.authors),
+        "venue": record.venue,
         "doi": record.doi,
         "arxiv_id": record.arxiv_id,
         "pmid": record.pmid,
@@ -82,68 +97,79 @@ def kept_record(record: PaperRecord) -> KeptRecord:
 def merge_kept(*known: Iterable[Mapping[str, Any]]) -> list[KeptRecord]:
     """Lists of kept records as one: the distinct ones in order, at most RECORDS_KEPT."""
     kept: dict[tuple[Any, ...], KeptRecord] = {}
-    for values in (values for records in known for values in records):
-        get = values.get
-        key = (
-            get("title"),
-            get("year"),
-            tuple(get("authors", ())),
-            get("doi"),
-            get("arxiv_id"),
-            get("pmid"),
-        )
-        kept.setdefault(key, dict(values))
-        if len(kept) == RECORDS_KEPT:
-            break
+    for records in known:
+        for values in records:
+            get = values.get
+            key = (
+                get("title"),
+                get("year"),
+                tuple(get("authors", ())),
+                get("venue"),
+                get("doi"),
+                get("arxiv_id"),
+                get("pmid"),
+            )
+            if key not in kept:
+                kept[key] = dict(values)
+                if len(kept) == RECORDS_KEPT:
+                    return list(kept.values())
     return list(kept.values())
 
 
-def compact_titles(kept: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The distinct titles of kept records, normalised, spaces removed (cheap to compare)."""
-    return list(dict.fromkeys(_compact(values.get("title", "")) for values in kept))
+def kept_titles(kept: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The distinct normalised titles of kept records (what the store keeps to read first)."""
+    titles = dict.fromkeys(_normalized(values.get("title", "")) for values in kept)
+    return [title for title in titles if title]
 
 
-def title_keys(title: str) -> list[str]:
-    """The blocking keys of one raw title; none for a generic title, which never merges by it."""
-    normalized = _normalized(title)
-    if not normalized or is_generic_title(normalized):
-        return []
-    return title_block_keys(normalized)
+def kept_paper_records(kept: Iterable[Mapping[str, Any]]) -> list[PaperRecord]:
+    """Kept records as the records the index reads."""
+    return [
+        PaperRecord(
+            source="index",
+            title=values.get("title", ""),
+            year=values.get("year"),
+            authors=tuple(values.get("authors", ())),
+            venue=values.get("venue"),
+            doi=values.get("doi"),
+            arxiv_id=values.get("arxiv_id"),
+            pmid=values.get("pmid"),
+        )
+        for values in kept
+    ]
 
 
-@dataclass
-class StoredCandidate:
-    """A stored paper as matching sees it, from its kept records."""
+def stored_block_keys(kept: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The blocks a stored paper is in: its records' identifiers and the keys of their titles."""
+    keys = _identifier_block_keys(kept_paper_records(kept))
+    for title in kept_titles(kept):
+        word_keys, edge_keys = _title_keys(title)
+        keys.update(word_keys, edge_keys)
+    return keys
 
-    id: int
-    kept: Sequence[Mapping[str, Any]]
 
-    @cached_property
-    def compact_titles(self) -> str:
-        """Its distinct compact titles, one a line."""
-        return "\n".join(compact_titles(self.kept))
+@dataclass(frozen=True)
+class KnownWords:
+    """Words of the author and venue fields of records (canonical.cited_words)."""
+
+    names: frozenset[str] = frozenset()
+    venues: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Members:
+    """The stored papers in a query's paper's blocks: its identifiers' (`sharing`), its edge
+    blocks' and its word blocks' not full (`edge`, `word`; the papers sharing an identifier
+    left out)."""
+
+    sharing: set[int]
+    edge: set[int]
+    word: set[int]
 
     @property
-    def block_keys(self) -> set[str]:
-        """The blocks it is in: its records' identifiers and the keys of their titles."""
-        return _identifier_block_keys(self.records) | {
-            key for values in self.kept for key in title_keys(values.get("title", ""))
-        }
-
-    @cached_property
-    def records(self) -> list[PaperRecord]:
-        return [
-            PaperRecord(
-                source="index",
-                title=values.get("title", ""),
-                year=values.get("year"),
-                authors=tuple(values.get("authors", ())),
-                doi=values.get("doi"),
-                arxiv_id=values.get("arxiv_id"),
-                pmid=values.get("pmid"),
-            )
-            for values in self.kept
-        ]
+    def titled(self) -> set[int]:
+        """Those whose titles decide whether they are candidates."""
+        return self.edge | self.word
 
 
 @dataclass
@@ -151,132 +177,195 @@ class QueryPaper:
     """A query's canonical paper on its way into the stored index."""
 
     paper: CanonicalPaper
-    # Its merged metadata as one record, then its own records.
-    records: list[PaperRecord] = field(init=False)
+    kept: list[KeptRecord] = field(init=False)
+    titles: list[str] = field(init=False)
+    identifier_keys: frozenset[str] = field(init=False)
+    word_keys: frozenset[str] = field(init=False)
+    edge_keys: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         paper = self.paper
+        # Its merged metadata as one record first, then its own records.
         summary = PaperRecord(
             source="query",
             title=paper.title,
             year=paper.year,
             authors=paper.authors,
+            venue=paper.venue,
             doi=paper.doi,
             arxiv_id=paper.arxiv_id,
             pmid=paper.pmid,
         )
-        self.records = [summary, *paper.records]
-
-    @cached_property
-    def kept(self) -> list[KeptRecord]:
-        """Its records as a stored paper keeps them."""
-        return merge_kept(map(kept_record, self.records))
-
-    @cached_property
-    def identifier_keys(self) -> frozenset[str]:
-        return frozenset(_identifier_block_keys(self.records))
-
-    @cached_property
-    def title_keys(self) -> frozenset[str]:
-        titles = {record.title for record in self.records}
-        return frozenset(key for title in titles for key in title_keys(title))
+        records = [summary, *paper.records]
+        self.kept = merge_kept(map(kept_record, records))
+        # The crawl's index normalised the paper's title already.
+        known = {paper.title: paper.normalized_title}
+        titles = dict.fromkeys(
+            known.get(title) or _normalized(title)
+            for title in (values.get("title", "") for values in self.kept)
+        )
+        self.titles = [title for title in titles if title]
+        self.identifier_keys = frozenset(_identifier_block_keys(records))
+        word_keys: set[str] = set()
+        edge_keys: set[str] = set()
+        for title in self.titles:
+            words, edges = _title_keys(title)
+            word_keys.update(words)
+            edge_keys.update(edges)
+        self.word_keys, self.edge_keys = frozenset(word_keys), frozenset(edge_keys)
 
     @property
     def block_keys(self) -> frozenset[str]:
         """The blocks it is found in, and finds its candidates in."""
-        return self.identifier_keys | self.title_keys
-
-    def sharing_identifiers(self, blocks: Mapping[str, Sequence[int]]) -> set[int]:
-        """The stored papers in its identifiers' blocks."""
-        return {member for key in self.identifier_keys for member in blocks.get(key, ())}
-
-    def title_candidates(self, blocks: Mapping[str, Sequence[int]]) -> set[int]:
-        """The stored papers in its title blocks that are not full."""
-        return {
-            member
-            for key in self.title_keys
-            if len(block := blocks.get(key, ())) < BLOCK_LIMIT
-            for member in block
-        }
+        return self.identifier_keys | self.word_keys | self.edge_keys
 
     @cached_property
-    def compact_titles(self) -> list[str]:
-        return list(dict.fromkeys(_compact(record.title) for record in self.records))
+    def records(self) -> list[PaperRecord]:
+        return kept_paper_records(self.kept)
 
-    def close_titles(self, candidates: Mapping[int, str]) -> set[int]:
-        """The candidates (id -> compact titles, one a line) with a title close to one of the
-        paper's at the character level: two compact titles (normalised, spaces removed) score
-        at least CLOSE_TITLE_SCORE by rapidfuzz's ratio (near duplicates, words run together)
-        or partial_ratio (one title in the other: a subtitle or a citation fragment added).
+    def members(self, blocks: Blocks) -> Members:
+        """The stored papers in its blocks (`blocks`: as stored, by key)."""
+        sharing = _members(blocks, self.identifier_keys)
+        return Members(
+            sharing,
+            _members(blocks, self.edge_keys) - sharing,
+            _members(blocks, self.word_keys) - sharing,
+        )
 
-        A superset of what the title rules accept (ratio >= 90 on the spaced titles, or one
-        title the other's start or end), cheap to find: C loops over the candidates' titles.
-        """
+    def candidates(self, members: Members, titles: Mapping[int, Sequence[str]]) -> set[int]:
+        """The stored papers the in-memory index could link with it (`titles`: the normalised
+        titles of the papers in its title blocks, by id): those sharing an identifier; those of
+        its word or edge blocks with a title at least TITLE_THRESHOLD similar to one of its own
+        (one C loop per title); and those of its edge blocks whose title could be linked with
+        one of its own whatever its score (canonical.titles_could_link)."""
+        found = set(members.sharing)
         owners: list[int] = []
         choices: list[str] = []
-        for paper_id, titles in candidates.items():
-            for title in titles.split("\n"):
+        for paper_id in members.titled:
+            for title in titles.get(paper_id, ()):
                 owners.append(paper_id)
                 choices.append(title)
-        close: set[int] = set()
-        for title in self.compact_titles:
-            for scorer in (fuzz.ratio, fuzz.partial_ratio):
-                close.update(
-                    owners[position]
-                    for _, _, position in process.extract(
-                        title,
-                        choices,
-                        scorer=scorer,
-                        processor=None,
-                        score_cutoff=CLOSE_TITLE_SCORE,
-                        limit=None,
-                    )
+        for title in self.titles if choices else ():
+            found.update(
+                owners[position]
+                for _, _, position in process.extract(
+                    title,
+                    choices,
+                    scorer=fuzz.ratio,
+                    processor=None,
+                    score_cutoff=TITLE_THRESHOLD,
+                    limit=None,
                 )
-        return close
+            )
+        words = [tuple(title.split()) for title in self.titles]
+        for paper_id in members.edge - found:
+            if any(
+                titles_could_link(own, tuple(title.split()))
+                for title in titles.get(paper_id, ())
+                for own in words
+            ):
+                found.add(paper_id)
+        return found
 
-    def matches(self, candidates: Sequence[StoredCandidate]) -> list[int]:
-        """Ids of the title candidates the rules join with this paper, each judged with the
-        paper alone; only those with a close title (`close_titles`) are judged."""
-        close = self.close_titles({c.id: c.compact_titles for c in candidates})
-        return sorted(c.id for c in candidates if c.id in close and self._joins(c))
 
-    def _joins(self, candidate: StoredCandidate) -> bool:
-        index = CanonicalPaperIndex()
-        index.add_group(candidate.records)
-        index.add_group(self.records)
-        return index.key_of(0) == index.key_of(len(candidate.records))
+@dataclass(frozen=True)
+class Match:
+    """One paper as the save leaves it: the query's papers in it (positions) and the stored
+    papers it is (ids, ascending; none for a new paper)."""
+
+    positions: tuple[int, ...]
+    stored: tuple[int, ...]
+
+
+def match_papers(
+    papers: Sequence[QueryPaper],
+    candidates: Sequence[set[int]],
+    stored: Mapping[int, Sequence[Mapping[str, Any]]],
+    words: KnownWords,
+) -> list[Match]:
+    """Which stored papers the query's papers are, by canonical.py's rules in one index:
+    `candidates` per paper (QueryPaper.candidates), `stored` their kept records by id, `words`
+    those of every stored record's author and venue fields and of the query's records.
+    One Match per paper of the result, in the order of the query's papers."""
+    index = CanonicalPaperIndex()
+    index.know_words(words.names, words.venues)
+    stored_ids = sorted(set().union(*candidates))
+    stored_keys = dict(
+        zip(
+            stored_ids,
+            index.add_groups((kept_paper_records(stored[i]) for i in stored_ids), side="stored"),
+            strict=True,
+        )
+    )
+    matched = [position for position, found in enumerate(candidates) if found]
+    query_keys = dict(
+        zip(
+            matched, index.add_groups((papers[p].records for p in matched), side="new"), strict=True
+        )
+    )
+    groups: dict[int, tuple[list[int], list[int]]] = {}
+    for position in range(len(papers)):
+        key = query_keys.get(position)
+        root = index.key_of(key) if key is not None else -1 - position
+        groups.setdefault(root, ([], []))[0].append(position)
+    for paper_id, key in stored_keys.items():
+        if (group := groups.get(index.key_of(key))) is not None:
+            group[1].append(paper_id)
+    return [Match(tuple(positions), tuple(ids)) for positions, ids in groups.values()]
 
 
 def block_entries(
-    blocks: Mapping[str, Sequence[int]], keyed: Iterable[tuple[int, Iterable[str]]]
+    blocks: Blocks, keyed: Iterable[tuple[int, Iterable[str]]]
 ) -> list[tuple[str, int]]:
     """The block memberships (key, paper id) to add: each paper enters the blocks of its keys,
     title blocks while they are not full. `blocks`: those blocks as stored (a key no paper has
     yet is absent)."""
-    sizes: dict[str, int] = {}
-    entries: dict[tuple[str, int], None] = {}
+    added: dict[str, int] = {}
+    entries: list[tuple[str, int]] = []
     for paper_id, keys in keyed:
         for key in keys:
             members = blocks.get(key, ())
-            if paper_id in members or (key, paper_id) in entries:
-                continue
-            size = sizes.get(key, len(members))
+            if members is None or paper_id in members:
+                continue  # a full title block, or one it is in
+            size = len(members) + added.get(key, 0)
             # An identifier's block is never full: a paper sharing one is always the paper.
-            if size < BLOCK_LIMIT or _is_identifier_key(key):
-                entries[(key, paper_id)] = None
-                sizes[key] = size + 1
-    return list(entries)
+            if size < BLOCK_LIMIT or is_identifier_key(key):
+                added[key] = size - len(members) + 1
+                entries.append((key, paper_id))
+    return entries
+
+
+def known_words(records: Iterable[PaperRecord]) -> KnownWords:
+    """The words of the records' author and venue fields."""
+    names: set[str] = set()
+    venues: set[str] = set()
+    for record in records:
+        name_words, venue_words = cited_words(record)
+        names |= name_words
+        venues |= venue_words
+    return KnownWords(frozenset(names), frozenset(venues))
+
+
+def _title_keys(normalized: str) -> tuple[list[str], list[str]]:
+    """The word and edge keys of a normalised title; none for a generic title, which never
+    merges by it."""
+    if is_generic_title(normalized):
+        return [], []
+    return title_block_keys(normalized)
+
+
+def _members(blocks: Blocks, keys: Iterable[str]) -> set[int]:
+    """The stored papers in the blocks of `keys` (none in a full one)."""
+    return {member for key in keys if (block := blocks.get(key)) for member in block}
 
 
 def _identifier_block_keys(records: Iterable[PaperRecord]) -> set[str]:
     """Block keys of records' identifiers ("doi:10.1/x"), which cannot meet a title's: the words
-    of a normalised title have no colon."""
+    of a normalised title have no colon, and edge keys start with a sign."""
     return {f"{kind}:{value}" for record in records for kind, value in identifier_keys(record)}
 
 
-def _is_identifier_key(key: str) -> bool:
+def is_identifier_key(key: str) -> bool:
+    """Whether a block key is an identifier's (read whole: an identifier's block is never
+    full) rather than a title's."""
     return ":" in key
-
-
-def _compact(title: str) -> str:
-    return _normalized(title).replace(" ", "")

@@ -11,7 +11,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from lyra_crawl.backends import Backends
+from benchmarks.bench_canonical import NOISY_DEV_SET, noisy_dev_records
+from lyra_crawl.backends import Backends, with_backends
+from lyra_crawl.backends.paper_saving import StoredTitles
 from lyra_crawl.backends.postgres.database import SCHEMA_VERSION as POSTGRES_VERSION
 from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.backends.sqlite.database import SCHEMA_VERSION as SQLITE_VERSION
@@ -20,7 +22,7 @@ from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
 from lyra_crawl.papers.collector import QueryPapers, paper_record
 from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
-from tests.test_paper_index import dblp_acm_records
+from tests.test_paper_index import real_dblp_acm
 
 HERE = Path(__file__).parent
 TITLE = "Soil Moisture Sampling in Semi-Arid Catchments: A Field Trial"
@@ -179,21 +181,54 @@ def test_evidence_is_decided_on_the_merged_paper(store):
 
 
 def test_the_stored_index_finds_the_dblp_acm_pairs_the_in_memory_index_finds(store):
-    records = dblp_acm_records()
+    records = real_dblp_acm()
     dblp = [r for r in records if r.source == "dblp"]
     acm = [r for r in records if r.source == "acm"]
+
+    expected, found = pairs_in_memory_and_stored(store, records, [dblp, acm])
+
+    assert len(expected) > 2000
+    assert len(found ^ expected) <= len(expected) // 500, (
+        len(found - expected),
+        len(expected - found),
+    )
+
+
+def test_the_stored_index_finds_the_noisy_pairs_the_in_memory_index_finds(store):
+    # Titles with citations after them, read with the words of every stored record.
+    records, labelled = noisy_dev_records(NOISY_DEV_SET)
+    found = list(records.values())
+    dblp = [r for r in found if r.source == "dblp"]
+    acm = [r for r in found if r.source == "acm"]
+    for n, one in enumerate(found):
+        one.source_id = str(n)
+    matches = {(records[a].source_id, records[b].source_id) for a, b, match in labelled if match}
+
+    expected, stored = pairs_in_memory_and_stored(store, found, [dblp, acm])
+
+    assert len(expected & matches) > 95
+    # A query's records all come at once, so the store knows a few more words when it matches
+    # than the in-memory index did at each record (one generic title more is read as such).
+    assert len(stored ^ expected) <= 1, (stored - expected, expected - stored)
+
+
+def pairs_in_memory_and_stored(
+    store: StoreUnderTest, records: list[PaperRecord], queries: list[list[PaperRecord]]
+) -> tuple[set[tuple[str | None, str | None]], set[tuple[str | None, str | None]]]:
+    """The (DBLP id, ACM id) pairs in one paper: with every record in one index, and with each
+    of `queries` saved as one query."""
     in_memory = CanonicalPaperIndex()
     keys = dict(zip(map(id, records), in_memory.add_many(records), strict=True))
 
     async def work(backends: Backends):
-        queries = [
-            await save_query(backends, name, *found)
-            for name, found in (("dblp", dblp), ("acm", acm))
+        saved = [
+            await save_query(backends, f"query {n}", *found) for n, found in enumerate(queries)
         ]
-        return [await links(backends, q) for q in queries]
+        return [await links(backends, q) for q in saved]
 
     # Items come back by source and rank, which is the order the records were given in.
-    stored = dict(zip(map(id, dblp + acm), [p for q in store.run(work) for p in q], strict=True))
+    ordered = [record for found in queries for record in found]
+    stored = dict(zip(map(id, ordered), [p for q in store.run(work) for p in q], strict=True))
 
     def pairs(groups: dict[int, Any]) -> set[tuple[str | None, str | None]]:
         members: dict[Any, list[PaperRecord]] = {}
@@ -208,12 +243,71 @@ def test_the_stored_index_finds_the_dblp_acm_pairs_the_in_memory_index_finds(sto
             if b.source == "acm"
         }
 
-    expected, found = pairs(keys), pairs(stored)
-    assert len(expected) > 2000
-    assert len(found ^ expected) <= len(expected) // 500, (
-        len(found - expected),
-        len(expected - found),
-    )
+    return pairs(keys), pairs(stored)
+
+
+@pytest.mark.parametrize("with_venue", [True, False])
+def test_a_citation_is_read_with_the_words_of_every_stored_paper(store, with_venue):
+    # "Proceedings of the VLDB 1999" after the title is a citation only because a paper stored
+    # by another query has that venue: as in memory, the stored paper and the record are one.
+    title = "Cache Conscious Indexing for Decision-Support in Main Memory"
+    venue = api("Optimizing Queries over Multimedia", venue="Proceedings of the VLDB Endowment")
+    cited = api(title=f"{title} - Proceedings of the VLDB 1999", source="crossref", year=1999)
+
+    async def work(backends: Backends):
+        if with_venue:
+            await save_query(backends, "venue", venue)
+        first = await save_query(backends, "cache", api(title=title, year=1999))
+        second = await save_query(backends, "cited", cited)
+        return [await links(backends, q) for q in (first, second)]
+
+    first, second = store.run(work)
+
+    assert (first == second) is with_venue
+
+
+# -- titles kept between saves ------------------------------------------------------------
+
+
+def test_a_process_reads_titles_again_after_another_process_saved_papers(store):
+    # This process keeps the stored row's titles from its own save; another process then adds
+    # a title to the row (a record with its DOI); a record with that title alone, saved here
+    # next, is the row: the titles kept were dropped and read again.
+    title = "Grazing Pressure and Shrub Encroachment in Semi-Arid Rangelands"
+    doi = "10.5555/graze.1"
+    authors = ("Ana Silva",)
+
+    async def work(backends: Backends):
+        first = await save_query(backends, "moisture", api(doi=doi, year=2019, authors=authors))
+
+        async def other_process(other: Backends) -> None:
+            await save_query(other, "grazing", api(title=title, doi=doi, authors=authors))
+
+        await with_backends(store.settings, other_process)
+        again = await save_query(
+            backends, "shrubs", api(title=title.lower(), source="crossref", year=2019)
+        )
+        return [await links(backends, q) for q in (first, again)]
+
+    first, again = store.run(work)
+
+    assert first == again
+
+
+def test_titles_kept_hold_while_only_this_process_saves() -> None:
+    titles = StoredTitles()
+    titles.start(5)
+    titles.read([{"id": 1, "match_titles": "soil moisture\nsoil water"}])
+
+    titles.start(6)  # the generation this process's last save left
+    assert titles.missing([1, 2]) == [2] and titles.get(1) == ["soil moisture", "soil water"]
+    titles.start(8)  # another process saved in between
+    assert titles.missing([1, 2]) == [1, 2]
+    titles.read([{"id": 1, "match_titles": "soil moisture"}])
+    # A save that failed moved the store's generation on in its transaction only: the next one
+    # moves it to the same number again.
+    titles.start(8)
+    assert titles.missing([1]) == [1]
 
 
 # -- stores from before the paper index are brought to it --------------------------------
@@ -247,8 +341,10 @@ def test_a_sqlite_file_of_the_previous_release_gets_its_papers_indexed(tmp_path)
     assert paper.id == 1 and paper.sources == ("openalex", "semantic_scholar")
     assert (paper.evidence, paper.evidence_reason) == ("fetch", "no abstract")
     assert paper.fetch_url == "https://again.example/0", "the landing page it now has"
-    version = sqlite3.connect(tmp_path / "db.sqlite3").execute("SELECT version FROM schema_version")
-    assert version.fetchall() == [(SQLITE_VERSION,)]
+    upgraded = sqlite3.connect(tmp_path / "db.sqlite3")
+    assert upgraded.execute("SELECT version FROM schema_version").fetchall() == [(SQLITE_VERSION,)]
+    words = upgraded.execute("SELECT word, kind FROM paper_words").fetchall()
+    assert {("ana", "name"), ("silva", "name")} <= set(words), "the old paper's author"
 
 
 def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
@@ -270,3 +366,37 @@ def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [
             (POSTGRES_VERSION,)
         ]
+        words = conn.execute("SELECT word, kind FROM paper_words").fetchall()
+        assert {("ana", "name"), ("silva", "name")} <= set(words), "the old paper's author"
+
+
+def test_a_store_from_before_the_words_gets_them_and_its_titles_normalised(store):
+    # A store of the previous version: titles kept compact, no words known. Opened again, its
+    # papers' titles are read as a save reads them and their authors' words are known.
+    found = api(year=2019, authors=("Ana Silva",), venue="Journal of Hydrology")
+    store.run(lambda backends: save_query(backends, "moisture", found))
+    previous = SQLITE_VERSION - 1 if store.name == "sqlite" else POSTGRES_VERSION - 1
+    compact = TITLE.lower().replace(":", "").replace("-", "").replace(" ", "")
+    with raw_connection(store) as conn:
+        conn.execute(f"UPDATE papers SET match_titles = '{compact}'")
+        conn.execute("DELETE FROM paper_words")
+        conn.execute(f"UPDATE schema_version SET version = {previous}")
+        if store.name == "postgresql":
+            conn.execute("DROP TABLE paper_words, paper_index_generation")
+
+    query_id = store.run(lambda backends: save_query(backends, "again", again))
+
+    with raw_connection(store) as conn:
+        titles = conn.execute("SELECT match_titles FROM papers").fetchall()
+        words = set(conn.execute("SELECT word, kind FROM paper_words").fetchall())
+    assert titles == [("soil moisture sampling in semi arid catchments a field trial",)]
+    assert {("silva", "name"), ("hydrology", "venue")} <= words
+    assert store.run(lambda backends: links(backends, query_id)) == [1]
+
+
+def raw_connection(store: StoreUnderTest) -> Any:
+    """A connection of the store's own driver, committed on leaving."""
+    url = store.settings["LYRA_DB_URL"]
+    if store.name == "sqlite":
+        return sqlite3.connect(url.removeprefix("sqlite:///"))
+    return psycopg.connect(url)

@@ -36,6 +36,7 @@ from lyra_crawl.backends import redact_url
 from lyra_crawl.backends.paper_saving import (
     PAPER_JSON_COLUMNS,
     UPGRADED_COLUMNS,
+    upgrade_matching,
     upgrade_to_index,
 )
 from lyra_crawl.backends.records import BackendError
@@ -43,7 +44,7 @@ from lyra_crawl.backends.rows import instant, process_alive
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # pg_advisory_xact_lock key of the schema's application: "lyra" in ASCII.
 SCHEMA_LOCK = 0x6C797261
 CONNECT_TIMEOUT_S = 10
@@ -187,8 +188,8 @@ def _sql(name: str) -> str:
 
 
 async def _index_stored_papers(conn: Connection) -> None:
-    """Version 2: papers stored before the paper index get its blocks, the records kept
-    for matching and their evidence."""
+    """Version 2: papers stored before the paper index get its blocks, the records kept for
+    matching and their evidence."""
     cursor = conn.cursor(row_factory=dict_row)
     await cursor.execute("SELECT * FROM papers")
     upgrade = upgrade_to_index(await cursor.fetchall())
@@ -210,9 +211,25 @@ async def _index_stored_papers(conn: Connection) -> None:
     )
 
 
+async def _upgrade_matching(conn: Connection) -> None:
+    """Version 5: stored papers' author and venue words, and their kept titles normalised (what
+    a save reads first of its candidates; once compact)."""
+    cursor = conn.cursor(row_factory=dict_row)
+    await cursor.execute("SELECT * FROM papers")
+    upgrade = upgrade_matching(await cursor.fetchall())
+    await cursor.executemany(
+        "INSERT INTO paper_words (word, kind) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        upgrade.words,
+    )
+    await cursor.executemany("UPDATE papers SET match_titles = %s WHERE id = %s", upgrade.titles)
+
+
 # What a version needs beyond its upgrade_<version>.sql, run after it (version 3, the citation
 # graph, and version 4, the papers spider's landing pages, need nothing more).
-_UPGRADE_STEPS: dict[int, Callable[[Connection], Awaitable[None]]] = {2: _index_stored_papers}
+_UPGRADE_STEPS: dict[int, Callable[[Connection], Awaitable[None]]] = {
+    2: _index_stored_papers,
+    5: _upgrade_matching,
+}
 
 
 async def _mark_dead_crawls_interrupted(conn: Connection) -> None:

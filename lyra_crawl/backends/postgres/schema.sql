@@ -1,4 +1,4 @@
--- lyra_crawl's PostgreSQL schema, version 2 (lyra_crawl.backends.postgres). The tables and columns
+-- lyra_crawl's PostgreSQL schema, version 5 (lyra_crawl.backends.postgres). The tables and columns
 -- of the SQLite schema (lyra_crawl/backends/sqlite/schema.sql) in PostgreSQL's types: identity
 -- ids, timestamptz instants, jsonb for JSON, boolean flags. Text that reports sort on is
 -- COLLATE "C", so rows come in the order SQLite gives them whatever the database's locale.
@@ -72,7 +72,7 @@ CREATE TABLE papers (
     title            text NOT NULL,
     normalized_title text NOT NULL,
     match_records    jsonb,          -- what the merge rules read of its records
-    match_titles     text,           -- their titles, compact (normalised, no spaces), one a line
+    match_titles     text,           -- their distinct titles, normalised, one a line
     year             integer,
     authors          jsonb,          -- list
     venue            text,
@@ -99,6 +99,21 @@ CREATE TABLE paper_blocks (
     PRIMARY KEY (block_key, paper_id)
 );
 CREATE INDEX paper_blocks_paper ON paper_blocks (paper_id);
+
+-- Words of stored records' author names and venues (kind: name | venue): a citation around a title
+-- is read with them (lyra_crawl.papers.canonical), as the in-memory index reads it with its own.
+CREATE TABLE paper_words (
+    word         text COLLATE "C" NOT NULL,
+    kind         text NOT NULL,
+    PRIMARY KEY (word, kind)
+);
+
+-- One row: moved on by every save of papers, so a process knows whether another one saved papers
+-- since its own last save (backends.paper_saving.StoredTitles).
+CREATE TABLE paper_index_generation (
+    id           integer PRIMARY KEY CHECK (id = 1),
+    generation   bigint NOT NULL
+);
 
 -- One row per result kept: the fields of lyra_crawl.backends.records.StoredItem (the insert
 -- derives its column list from it), plus `engine`, always equal to `source`.

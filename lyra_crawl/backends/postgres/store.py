@@ -20,12 +20,15 @@ from typing import Any
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from lyra_crawl.backends import citation_saving, paper_saving, rows
+from lyra_crawl.backends import citation_saving, rows
 from lyra_crawl.backends.paper_saving import (
+    NEXT_GENERATION,
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
     TITLE_COLUMNS,
+    PapersSave,
     PaperWrite,
+    StoredTitles,
 )
 from lyra_crawl.backends.postgres.database import Connection, PostgresDatabase
 from lyra_crawl.backends.records import (
@@ -52,8 +55,7 @@ from lyra_crawl.backends.records import (
     StoredQuery,
 )
 from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper
-from lyra_crawl.papers.paper_index import block_entries
+from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
 
 # pg_advisory_xact_lock key of paper upserts: "papr" in ASCII.
 PAPERS_LOCK = 0x70617072
@@ -114,6 +116,8 @@ async def _dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str
 class PostgresStore:
     def __init__(self, database: PostgresDatabase) -> None:
         self._db = database
+        # Used under the papers lock only, one save after another.
+        self._paper_titles = StoredTitles()
 
     @property
     def url(self) -> str:
@@ -366,9 +370,12 @@ class PostgresStore:
             # The paper index is read and then written: paper saves run one at a time across
             # every node, as SQLite's write lock makes them.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
-            save = paper_saving.PapersSave(papers, min_abstract_chars=min_abstract_chars)
-            blocks, _, writes = await _matched(conn, save)
-            paper_ids = await _written(conn, blocks, writes)
+            save = PapersSave(
+                papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+            )
+            with no_cyclic_gc():
+                _, writes = await _matched(conn, save)
+                paper_ids = await _written(conn, save, writes)
             cursor = conn.cursor()
             await cursor.executemany(
                 "UPDATE serp_items SET paper_id = %s WHERE query_id = %s AND normalized_url = %s",
@@ -433,12 +440,15 @@ class PostgresStore:
     ) -> int:
         async with self._db.transaction() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
-            save = paper_saving.PapersSave(
-                citation_saving.marked(papers), min_abstract_chars=min_abstract_chars
+            save = PapersSave(
+                citation_saving.marked(papers),
+                min_abstract_chars=min_abstract_chars,
+                titles=self._paper_titles,
             )
-            blocks, stored, writes = await _matched(conn, save)
-            citation_saving.keep_attributions(writes, stored)
-            paper_ids = await _written(conn, blocks, writes)
+            with no_cyclic_gc():
+                stored, writes = await _matched(conn, save)
+                citation_saving.keep_attributions(writes, stored)
+                paper_ids = await _written(conn, save, writes)
             fetched = replace(
                 fetch, paper_id=citation_saving.row_now(fetch.paper_id, writes, paper_ids)
             )
@@ -825,16 +835,33 @@ async def _upsert_fetches(conn: Connection, fetches: Sequence[CitationFetch]) ->
     )
 
 
-async def _blocks(conn: Connection, keys: Sequence[str]) -> dict[str, list[int]]:
-    """The stored blocks of `keys` (a key no paper has is absent)."""
-    blocks: dict[str, list[int]] = {}
-    for key, paper_id in await _fetch(
-        conn,
-        "SELECT block_key, paper_id FROM paper_blocks WHERE block_key = ANY(%s)",
-        (list(keys),),
-    ):
-        blocks.setdefault(key, []).append(paper_id)
-    return blocks
+async def _blocks(
+    conn: Connection, identifier_keys: Sequence[str], title_keys: Sequence[str]
+) -> dict[str, list[int] | None]:
+    """The stored blocks of identifier keys, whole, and of title keys, None when full (a key no
+    paper has is absent)."""
+    return {
+        key: members
+        for key, members in await _fetch(
+            conn,
+            "SELECT block_key, array_agg(paper_id) FROM paper_blocks"
+            " WHERE block_key = ANY(%s) GROUP BY block_key"
+            " UNION ALL"
+            " SELECT block_key, CASE WHEN COUNT(*) < %s THEN array_agg(paper_id) END"
+            " FROM paper_blocks WHERE block_key = ANY(%s) GROUP BY block_key",
+            (list(identifier_keys), BLOCK_LIMIT, list(title_keys)),
+        )
+    }
+
+
+async def _words(conn: Connection, words: Sequence[str]) -> list[tuple[str, str]]:
+    """The (word, kind) rows of `words` known from stored records' author and venue fields."""
+    return [
+        (word, kind)
+        for word, kind in await _fetch(
+            conn, "SELECT word, kind FROM paper_words WHERE word = ANY(%s)", (list(words),)
+        )
+    ]
 
 
 async def _papers(conn: Connection, columns: Sequence[str], ids: Sequence[int]):
@@ -843,30 +870,27 @@ async def _papers(conn: Connection, columns: Sequence[str], ids: Sequence[int]):
     )
 
 
-async def _matched(
-    conn: Connection, save: paper_saving.PapersSave
-) -> tuple[dict[str, list[int]], list[Any], list[PaperWrite]]:
-    """The blocks a save reads, the stored rows it reads whole, and its writes."""
-    blocks = await _blocks(conn, save.block_keys)
-    titled = await _papers(conn, TITLE_COLUMNS, save.candidate_ids(blocks))
-    stored = await _papers(conn, ("*",), save.close_ids(blocks, titled))
-    return blocks, stored, save.writes(blocks, stored)
+async def _matched(conn: Connection, save: PapersSave) -> tuple[list[Any], list[PaperWrite]]:
+    """A save's reads (backends.paper_saving), one statement each: the stored rows it reads
+    whole, and its writes."""
+    save.start(await _one(conn, NEXT_GENERATION))
+    blocks = await _blocks(conn, save.identifier_keys, save.title_keys)
+    titled = await _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
+    stored = await _papers(conn, ("*",), save.candidate_ids(titled))
+    return stored, save.writes(stored, await _words(conn, save.title_words(stored)))
 
 
-async def _written(
-    conn: Connection, blocks: dict[str, list[int]], writes: Sequence[PaperWrite]
-) -> list[int]:
-    """Run a save's writes and its block memberships; each write's row id."""
+async def _written(conn: Connection, save: PapersSave, writes: Sequence[PaperWrite]) -> list[int]:
+    """Run a save's writes, its block memberships and its words; each write's row id."""
     paper_ids = await _write_papers(conn, writes)
-    await conn.cursor().executemany(
+    cursor = conn.cursor()
+    await cursor.executemany(
         "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-        block_entries(
-            blocks,
-            (
-                (paper_id, write.block_keys)
-                for paper_id, write in zip(paper_ids, writes, strict=True)
-            ),
-        ),
+        save.written(paper_ids),
+    )
+    await cursor.executemany(
+        "INSERT INTO paper_words (word, kind) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        save.word_entries,
     )
     return paper_ids
 

@@ -10,8 +10,9 @@ upgrading read locks, and WAL lets readers go on while one writes. Several crawl
 Opening applies schema.sql (tables, indexes, and columns added since an older file was made),
 then what each newer schema version needs beyond them (`_UPGRADE_STEPS`; version 3: the paper
 index's blocks, the records kept for matching and every paper's evidence; version 4, the
-citation graph's tables, nothing more), and marks `running` queries whose process is gone as
-interrupted.
+citation graph's tables, and 5, the landing pages', nothing more; version 6: the author and
+venue words of every stored paper's records and its kept titles normalised), and marks
+`running` queries whose process is gone as interrupted.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 from lyra_crawl.backends.paper_saving import (
     PAPER_JSON_COLUMNS,
     UPGRADED_COLUMNS,
+    upgrade_matching,
     upgrade_to_index,
 )
 from lyra_crawl.backends.records import BackendError
@@ -35,7 +37,7 @@ from lyra_crawl.backends.sqlite.worker import WorkerThread
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 WORKER_THREAD = "lyra-sqlite"
 
@@ -181,8 +183,8 @@ class SqliteDatabase:
 
 
 def _upgrade(conn: sqlite3.Connection) -> None:
-    """Version 3: papers stored before the paper index get its blocks, the records kept
-    for matching and their evidence."""
+    """Version 3: papers stored before the paper index get its blocks, the records kept for
+    matching and their evidence."""
     upgrade = upgrade_to_index(conn.execute("SELECT * FROM papers"))
     conn.executemany(
         "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
@@ -203,10 +205,21 @@ def _upgrade(conn: sqlite3.Connection) -> None:
     )
 
 
+def _upgrade_matching(conn: sqlite3.Connection) -> None:
+    """Version 6: stored papers' author and venue words, and their kept titles normalised (what
+    a save reads first of its candidates; once compact)."""
+    upgrade = upgrade_matching(conn.execute("SELECT * FROM papers"))
+    conn.executemany("INSERT OR IGNORE INTO paper_words (word, kind) VALUES (?, ?)", upgrade.words)
+    conn.executemany("UPDATE papers SET match_titles = ? WHERE id = ?", upgrade.titles)
+
+
 # What a version needs beyond the tables and columns the schema script adds, run in order
 # (version 4, the citation graph, and version 5, the papers spider's landing pages, need
 # nothing more).
-_UPGRADE_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _upgrade}
+_UPGRADE_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    3: _upgrade,
+    6: _upgrade_matching,
+}
 
 
 def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str, str]]:

@@ -100,7 +100,7 @@ CREATE TABLE IF NOT EXISTS papers (
     title            TEXT NOT NULL,
     normalized_title TEXT NOT NULL,
     match_records    TEXT,          -- JSON list: what the merge rules read of its records
-    match_titles     TEXT,          -- their titles, compact (normalised, no spaces), one a line
+    match_titles     TEXT,          -- their distinct titles, normalised, one a line
     year             INTEGER,
     authors          TEXT,          -- JSON list
     venue            TEXT,
@@ -127,6 +127,21 @@ CREATE TABLE IF NOT EXISTS paper_blocks (
     PRIMARY KEY (block_key, paper_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS paper_blocks_paper ON paper_blocks (paper_id);
+
+-- Words of stored records' author names and venues (kind: name | venue): a citation around a title
+-- is read with them (lyra_crawl.papers.canonical), as the in-memory index reads it with its own.
+CREATE TABLE IF NOT EXISTS paper_words (
+    word         TEXT NOT NULL,
+    kind         TEXT NOT NULL,
+    PRIMARY KEY (word, kind)
+) WITHOUT ROWID;
+
+-- One row: moved on by every save of papers, so a process knows whether another one saved papers
+-- since its own last save (backends.paper_saving.StoredTitles).
+CREATE TABLE IF NOT EXISTS paper_index_generation (
+    id           INTEGER PRIMARY KEY CHECK (id = 1),
+    generation   INTEGER NOT NULL
+);
 
 -- The citation graph: `citing_paper_id` cites `cited_paper_id`, as `source` (an API) lists it
 -- (lyra_crawl.session.citations). One row per pair and source; never from a paper to itself.

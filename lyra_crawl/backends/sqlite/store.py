@@ -15,12 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from lyra_crawl.backends import citation_saving, paper_saving, rows
+from lyra_crawl.backends import citation_saving, rows
 from lyra_crawl.backends.paper_saving import (
+    NEXT_GENERATION,
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
     TITLE_COLUMNS,
+    PapersSave,
     PaperWrite,
+    StoredTitles,
 )
 from lyra_crawl.backends.records import (
     RESUMABLE_STATUSES,
@@ -46,10 +49,9 @@ from lyra_crawl.backends.records import (
     StoredQuery,
 )
 from lyra_crawl.backends.rows import instant, utc_now
-from lyra_crawl.backends.sqlite.database import SqliteBackend
+from lyra_crawl.backends.sqlite.database import SqliteBackend, SqliteDatabase
 from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper
-from lyra_crawl.papers.paper_index import block_entries
+from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
 
 _PAPER_INSERT = (
     f"INSERT INTO papers (id, {', '.join(PAPER_COLUMNS)}, created_at, updated_at)"
@@ -77,6 +79,11 @@ _FETCH_UPSERT = (
 
 
 class SqliteStore(SqliteBackend):
+    def __init__(self, database: SqliteDatabase) -> None:
+        super().__init__(database)
+        # Read and written on the worker thread only, one save after another.
+        self._paper_titles = StoredTitles()
+
     # -- queries ---------------------------------------------------------------------------
 
     async def start_query(self, record: QueryRecord) -> int:
@@ -340,9 +347,12 @@ class SqliteStore(SqliteBackend):
         now = utc_now()
 
         def save(conn: sqlite3.Connection) -> None:
-            save = paper_saving.PapersSave(papers, min_abstract_chars=min_abstract_chars)
-            blocks, _, writes = _matched(conn, save)
-            paper_ids = _written(conn, blocks, writes, now)
+            save = PapersSave(
+                papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+            )
+            with no_cyclic_gc():
+                _, writes = _matched(conn, save)
+                paper_ids = _written(conn, save, writes, now)
             conn.executemany(
                 "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",
                 [
@@ -411,12 +421,15 @@ class SqliteStore(SqliteBackend):
         now = utc_now()
 
         def store(conn: sqlite3.Connection) -> int:
-            save = paper_saving.PapersSave(
-                citation_saving.marked(papers), min_abstract_chars=min_abstract_chars
+            save = PapersSave(
+                citation_saving.marked(papers),
+                min_abstract_chars=min_abstract_chars,
+                titles=self._paper_titles,
             )
-            blocks, stored, writes = _matched(conn, save)
-            citation_saving.keep_attributions(writes, stored)
-            paper_ids = _written(conn, blocks, writes, now)
+            with no_cyclic_gc():
+                stored, writes = _matched(conn, save)
+                citation_saving.keep_attributions(writes, stored)
+                paper_ids = _written(conn, save, writes, now)
             fetched = replace(
                 fetch, paper_id=citation_saving.row_now(fetch.paper_id, writes, paper_ids)
             )
@@ -812,16 +825,34 @@ def _upsert_fetches(conn: sqlite3.Connection, fetches: Sequence[CitationFetch], 
     )
 
 
-def _blocks(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, list[int]]:
-    """The stored blocks of `keys` (a key no paper has is absent)."""
-    blocks: dict[str, list[int]] = {}
-    for key, paper_id in conn.execute(
-        "SELECT block_key, paper_id FROM paper_blocks"
-        " WHERE block_key IN (SELECT value FROM json_each(?))",
-        (json.dumps(list(keys)),),
-    ):
-        blocks.setdefault(key, []).append(paper_id)
-    return blocks
+def _blocks(
+    conn: sqlite3.Connection, identifier_keys: Sequence[str], title_keys: Sequence[str]
+) -> dict[str, list[int] | None]:
+    """The stored blocks of identifier keys, whole, and of title keys, None when full (a key no
+    paper has is absent)."""
+    return {
+        key: None if members is None else list(map(int, members.split(",")))
+        for key, members in conn.execute(
+            "SELECT block_key, group_concat(paper_id) FROM paper_blocks"
+            " WHERE block_key IN (SELECT value FROM json_each(?)) GROUP BY block_key"
+            " UNION ALL"
+            " SELECT block_key, CASE WHEN COUNT(*) < ? THEN group_concat(paper_id) END"
+            " FROM paper_blocks WHERE block_key IN (SELECT value FROM json_each(?))"
+            " GROUP BY block_key",
+            (json.dumps(list(identifier_keys)), BLOCK_LIMIT, json.dumps(list(title_keys))),
+        )
+    }
+
+
+def _words(conn: sqlite3.Connection, words: Sequence[str]) -> list[tuple[str, str]]:
+    """The (word, kind) rows of `words` known from stored records' author and venue fields."""
+    return [
+        (word, kind)
+        for word, kind in conn.execute(
+            "SELECT word, kind FROM paper_words WHERE word IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(words)),),
+        )
+    ]
 
 
 def _papers(
@@ -834,32 +865,28 @@ def _papers(
 
 
 def _matched(
-    conn: sqlite3.Connection, save: paper_saving.PapersSave
-) -> tuple[dict[str, list[int]], list[sqlite3.Row], list[PaperWrite]]:
-    """The blocks a save reads, the stored rows it reads whole, and its writes."""
-    blocks = _blocks(conn, save.block_keys)
-    titled = _papers(conn, TITLE_COLUMNS, save.candidate_ids(blocks))
-    stored = _papers(conn, ("*",), save.close_ids(blocks, titled))
-    return blocks, stored, save.writes(blocks, stored)
+    conn: sqlite3.Connection, save: PapersSave
+) -> tuple[list[sqlite3.Row], list[PaperWrite]]:
+    """A save's reads (backends.paper_saving), one statement each: the stored rows it reads
+    whole, and its writes."""
+    save.start(conn.execute(NEXT_GENERATION).fetchone()[0])
+    blocks = _blocks(conn, save.identifier_keys, save.title_keys)
+    titled = _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
+    stored = _papers(conn, ("*",), save.candidate_ids(titled))
+    return stored, save.writes(stored, _words(conn, save.title_words(stored)))
 
 
 def _written(
-    conn: sqlite3.Connection,
-    blocks: dict[str, list[int]],
-    writes: Sequence[PaperWrite],
-    now: str,
+    conn: sqlite3.Connection, save: PapersSave, writes: Sequence[PaperWrite], now: str
 ) -> list[int]:
-    """Run a save's writes and its block memberships; each write's row id."""
+    """Run a save's writes, its block memberships and its words; each write's row id."""
     paper_ids = _write_papers(conn, writes, now)
     conn.executemany(
         "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
-        block_entries(
-            blocks,
-            (
-                (paper_id, write.block_keys)
-                for paper_id, write in zip(paper_ids, writes, strict=True)
-            ),
-        ),
+        save.written(paper_ids),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO paper_words (word, kind) VALUES (?, ?)", save.word_entries
     )
     return paper_ids
 
@@ -940,9 +967,12 @@ def _move_citations(conn: sqlite3.Connection, kept: int | None, gone: str) -> No
 
 
 def _paper_values(write: PaperWrite) -> list[object]:
+    values = write.values
     return [
-        json.dumps(write.values[column], sort_keys=True)
-        if column in PAPER_JSON_COLUMNS
-        else write.values[column]
+        _encode_sorted(values[column]) if column in PAPER_JSON_COLUMNS else values[column]
         for column in PAPER_COLUMNS
     ]
+
+
+# json.dumps(value, sort_keys=True) without building an encoder for each value.
+_encode_sorted = json.JSONEncoder(sort_keys=True).encode
