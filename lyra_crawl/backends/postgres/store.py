@@ -370,10 +370,10 @@ class PostgresStore:
             # The paper index is read and then written: paper saves run one at a time across
             # every node, as SQLite's write lock makes them.
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
-            save = PapersSave(
-                papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
-            )
             with no_cyclic_gc():
+                save = PapersSave(
+                    papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+                )
                 _, writes = await _matched(conn, save)
                 paper_ids = await _written(conn, save, writes)
             cursor = conn.cursor()
@@ -440,12 +440,12 @@ class PostgresStore:
     ) -> int:
         async with self._db.transaction() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
-            save = PapersSave(
-                citation_saving.marked(papers),
-                min_abstract_chars=min_abstract_chars,
-                titles=self._paper_titles,
-            )
             with no_cyclic_gc():
+                save = PapersSave(
+                    citation_saving.marked(papers),
+                    min_abstract_chars=min_abstract_chars,
+                    titles=self._paper_titles,
+                )
                 stored, writes = await _matched(conn, save)
                 citation_saving.keep_attributions(writes, stored)
                 paper_ids = await _written(conn, save, writes)

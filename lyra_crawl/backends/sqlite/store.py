@@ -347,10 +347,10 @@ class SqliteStore(SqliteBackend):
         now = utc_now()
 
         def save(conn: sqlite3.Connection) -> None:
-            save = PapersSave(
-                papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
-            )
             with no_cyclic_gc():
+                save = PapersSave(
+                    papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+                )
                 _, writes = _matched(conn, save)
                 paper_ids = _written(conn, save, writes, now)
             conn.executemany(
@@ -421,12 +421,12 @@ class SqliteStore(SqliteBackend):
         now = utc_now()
 
         def store(conn: sqlite3.Connection) -> int:
-            save = PapersSave(
-                citation_saving.marked(papers),
-                min_abstract_chars=min_abstract_chars,
-                titles=self._paper_titles,
-            )
             with no_cyclic_gc():
+                save = PapersSave(
+                    citation_saving.marked(papers),
+                    min_abstract_chars=min_abstract_chars,
+                    titles=self._paper_titles,
+                )
                 stored, writes = _matched(conn, save)
                 citation_saving.keep_attributions(writes, stored)
                 paper_ids = _written(conn, save, writes, now)
