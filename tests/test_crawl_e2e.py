@@ -20,9 +20,9 @@ def stored_items(db_path: Path, engine: str) -> list:
     )
 
 
-def assert_pages_stored(db_path: Path, engine: str, pages: list[int]) -> None:
+def assert_pages_stored(db_path: Path, engine: str, pages: list[int], log: str = "") -> None:
     rows = stored_items(db_path, engine)
-    assert sorted({row["page_number"] for row in rows}) == pages
+    assert sorted({row["page_number"] for row in rows}) == pages, log[-3000:]
     ranks = [row["rank"] for row in rows]
     assert ranks == list(range(1, len(rows) + 1)), "ranks strictly increasing from 1"
     page_order = [row["page_number"] for row in rows]
@@ -143,7 +143,7 @@ def test_scrapy_crawl_command_stores_pages(simulator, db_path):
     )
 
     assert result.returncode == 0, result.stderr[-2000:]
-    assert_pages_stored(db_path, "mojeek", [1, 2])
+    assert_pages_stored(db_path, "mojeek", [1, 2], result.stderr)
 
 
 @pytest.mark.parametrize(
