@@ -41,6 +41,8 @@ def test_each_engine_gets_one_line_with_its_outcome_and_its_saved_page(
     result = check_engines(simulator, db_path, tmp_path / "data", *engines, "-q", "tide pools")
 
     assert result.returncode == 1, result.stderr[-2000:]  # not every engine is ok
+    # A changed layout, an empty page and a block are what the check reports, not crawl errors.
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
     lines = lines_of(result.stdout)
     assert list(lines) == engines
     outcomes = {engine: line["outcome"] for engine, line in lines.items()}
@@ -86,6 +88,7 @@ def test_an_engine_whose_breaker_is_open_is_not_sent_a_request(start_simulator, 
     again = check_engines(simulator, db_path, tmp_path / "data", "mojeek", "duckduckgo")
 
     assert again.returncode == 1
+    assert " ERROR: " not in again.stderr, again.stderr[-3000:]
     lines = lines_of(again.stdout)
     assert lines["mojeek"]["outcome"] == "not sent: its breaker is open (see `scrapy engines`)"
     assert lines["mojeek"]["path"] is None
