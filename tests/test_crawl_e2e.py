@@ -135,6 +135,10 @@ def test_scrapy_crawl_command_stores_pages(simulator, db_path):
         "engine=mojeek",
         "-a",
         "serp_max_pages=2",
+        # mojeek alone: with the paper APIs beside it, a result they listed first is theirs
+        # (the query keeps a URL's first appearance), and which answers first varies.
+        "-a",
+        "sources=serp",
         env={
             "LYRA_SIMULATOR_URL": simulator.url,
             "LYRA_DB_PATH": str(db_path),
