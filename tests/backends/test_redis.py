@@ -45,7 +45,7 @@ def test_a_malformed_url_is_one_clear_error_without_the_password(tmp_path):
 
 
 def test_each_step_fails_closed_with_a_clear_error_once_redis_is_gone(
-    tmp_path, redis_server: RedisServer, redis_url
+    tmp_path, disposable_redis: RedisServer
 ):
     policy = BreakerPolicy(cooldown_s={"captcha": 60.0})
     steps = {
@@ -62,9 +62,9 @@ def test_each_step_fails_closed_with_a_clear_error_once_redis_is_gone(
 
     async def work(backends: Backends) -> dict[str, str]:
         coordinator = backends.coordinator
-        assert coordinator.url == f"redis://:***@127.0.0.1:{redis_server.port}/0"
+        assert coordinator.url == f"redis://:***@127.0.0.1:{disposable_redis.port}/0"
         assert await coordinator.reserve_quota("mojeek", DAY, 5)
-        redis_server.stop()
+        disposable_redis.stop()
         errors = {}
         for name, step in steps.items():
             with pytest.raises(BackendError) as raised:
@@ -72,9 +72,9 @@ def test_each_step_fails_closed_with_a_clear_error_once_redis_is_gone(
             errors[name] = str(raised.value)
         return errors
 
-    errors = with_store(tmp_path / "db.sqlite3", work, coordination_url=redis_url)
+    errors = with_store(tmp_path / "db.sqlite3", work, coordination_url=disposable_redis.url)
 
-    shown = f"LYRA_COORDINATION_URL redis://:***@127.0.0.1:{redis_server.port}/0 failed"
+    shown = f"LYRA_COORDINATION_URL redis://:***@127.0.0.1:{disposable_redis.port}/0 failed"
     for name, message in errors.items():
         assert message.startswith(shown) and "restart Redis" in message, name
         assert PASSWORD not in message, name

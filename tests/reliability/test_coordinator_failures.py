@@ -52,7 +52,7 @@ def test_an_unreachable_redis_at_start_is_one_error_line_without_the_password(
     ],
 )
 def test_redis_stopped_mid_crawl_stops_the_source_with_one_clear_error(
-    start_simulator, tmp_path, redis_server: RedisServer, redis_url, page_4, qps, simulator_options
+    start_simulator, tmp_path, disposable_redis: RedisServer, page_4, qps, simulator_options
 ):
     db_path = tmp_path / "lyra.sqlite3"
     simulator = start_simulator(*simulator_options)
@@ -61,7 +61,7 @@ def test_redis_stopped_mid_crawl_stops_the_source_with_one_clear_error(
     )
     env = {
         **scrapy_env(simulator, db_path),
-        "LYRA_COORDINATION_URL": redis_url,
+        "LYRA_COORDINATION_URL": disposable_redis.url,
         "LYRA_CONFIG_DIR": str(config),
         "LYRA_RATE_LIMIT_ENABLED": "true",
     }
@@ -72,14 +72,14 @@ def test_redis_stopped_mid_crawl_stops_the_source_with_one_clear_error(
         and (page_4 == "waiting" or len(simulator.requests("mojeek")) >= 4)
     ):
         time.sleep(0.05)
-    redis_server.stop()
+    disposable_redis.stop()
     stopped_at = time.time()
     _, stderr = process.communicate(timeout=120)
 
     assert process.returncode == 1, stderr[-3000:]
     errors = [line for line in stderr.splitlines() if " ERROR: " in line]
     assert len(errors) == 1, stderr[-3000:]
-    assert f"LYRA_COORDINATION_URL redis://:***@127.0.0.1:{redis_server.port}/0" in errors[0]
+    assert f"LYRA_COORDINATION_URL redis://:***@127.0.0.1:{disposable_redis.port}/0" in errors[0]
     assert "Connection refused" in errors[0] and "restart Redis" in errors[0]
     assert PASSWORD not in stderr and "Traceback" not in stderr
     assert_whole_pages(db_path)

@@ -1,9 +1,10 @@
 """A real Redis for tests and benchmarks: Debian's redis-server on a free loopback port, in a
 temporary folder, with nothing persisted and a password (so redaction is tested for real).
 
-`running_redis(folder)` starts one and stops it afterwards; `RedisServer.stop()` and `start()`
-stop it mid-test and bring it back on the same port. As a pytest plugin (tests/conftest.py):
-`redis_server`, one per session, and `redis_url`, the URL of its emptied database, running.
+`running_redis(folder)` starts one and stops it afterwards. As a pytest plugin
+(tests/conftest.py): `redis_server`, one per session, never stopped; `redis_url`, the URL of its
+emptied database; and `disposable_redis`, a test's own server for tests that stop Redis mid-test
+(stopping the shared one would free its port for any other server to take before it restarts).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class RedisServer:
             try:
                 self.flush()
                 return
-            except redis.ConnectionError:
+            except redis.RedisError:
+                # Also another server answering on the port: redis-server then exits, unbound.
                 time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"redis-server did not answer on port {self.port}: {log.read_text()}")
@@ -65,10 +67,6 @@ class RedisServer:
         if self.process is not None:
             stop_process(self.process, timeout=10)
             self.process = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
     def flush(self) -> None:
         """Empty every database: each test starts from nothing."""
@@ -96,8 +94,13 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
-    """The session's Redis, running (a test may have stopped it) and empty."""
-    if not redis_server.running:
-        redis_server.start()
+    """The session's Redis, emptied."""
     redis_server.flush()
     return redis_server.url
+
+
+@pytest.fixture
+def disposable_redis(redis_server: RedisServer, tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of this test's own, which the test may stop."""
+    with running_redis(tmp_path / "redis") as server:
+        yield server
