@@ -1,13 +1,16 @@
 """The worker thread every SQLite statement runs on: answers and errors come back to the asking
-loop, in order; stopping lets handed-in work finish; work in flight at exit still completes."""
+loop, in order; stopping lets handed-in work finish; work in flight at exit still completes;
+writes queued together share one transaction; another process's write lock is waited for."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,3 +104,69 @@ def test_a_write_in_flight_when_the_process_exits_still_completes(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert [tuple(row) for row in query_db(path, "SELECT * FROM engine_usage")] == [("e", "d", 7)]
+
+
+def test_writes_queued_together_share_one_commit_and_a_failing_one_is_undone_alone(tmp_path):
+    database = SqliteDatabase(tmp_path / "group.sqlite3")
+    statements: list[str] = []
+    release = threading.Event()
+
+    def insert(*values: int) -> Callable[[sqlite3.Connection], None]:
+        def work(conn: sqlite3.Connection) -> None:
+            for value in values:
+                conn.execute("INSERT INTO numbers VALUES (?)", (value,))
+
+        return work
+
+    async def work():
+        await database.open()
+        await database.write(lambda conn: conn.execute("CREATE TABLE numbers (n UNIQUE)"))
+        await database.read(lambda conn: conn.set_trace_callback(statements.append))
+        busy = asyncio.ensure_future(database.read(lambda conn: release.wait(10)))
+        writes = [
+            asyncio.ensure_future(database.write(insert(*values)))
+            for values in ((1,), (2, 1), (3,))
+        ]
+        await asyncio.sleep(0.05)  # all three wait behind the busy worker
+        release.set()
+        await busy
+        outcomes = await asyncio.gather(*writes, return_exceptions=True)
+        await database.read(lambda conn: conn.set_trace_callback(None))
+        rows = await database.read(lambda conn: conn.execute("SELECT n FROM numbers").fetchall())
+        await database.close()
+        return outcomes, sorted(row[0] for row in rows)
+
+    outcomes, numbers = in_own_loop(work())
+
+    assert outcomes[0] is None and outcomes[2] is None
+    assert isinstance(outcomes[1], sqlite3.IntegrityError)
+    assert numbers == [1, 3], "the failing write's first insert was undone with it"
+    assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
+        "BEGIN IMMEDIATE",
+        "COMMIT",
+    ]
+
+
+def test_a_write_waits_for_another_process_holding_the_lock_then_goes_on(tmp_path):
+    path = tmp_path / "locked.sqlite3"
+    database = SqliteDatabase(path)
+    in_own_loop(database.open())
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+
+    def let_go() -> None:
+        time.sleep(0.3)
+        other.execute("COMMIT")
+
+    holder = threading.Thread(target=let_go)
+    holder.start()
+    started = time.monotonic()
+    try:
+        in_own_loop(database.write(lambda conn: conn.execute("CREATE TABLE t (x)")))
+        waited = time.monotonic() - started
+    finally:
+        holder.join()
+        other.close()
+        in_own_loop(database.close())
+    assert waited >= 0.25, "it waited for the lock rather than failing"
+    assert query_db(path, "SELECT name FROM sqlite_master WHERE name = 't'")

@@ -1,9 +1,9 @@
 """SqliteCoordinator: quotas, send slots and breakers shared through one SQLite file.
 
-Each step is one short BEGIN IMMEDIATE transaction on the database's worker thread, so crawls
-in any number of processes sharing the file see each other's changes whole and in order; the
-clock is read once the write lock is held, so waiting for the lock cannot make a claim look
-earlier.
+Each step is all-or-nothing under the write lock (BEGIN IMMEDIATE) on the database's worker
+thread, so crawls in any number of processes sharing the file see each other's changes whole
+and in order; the clock is read once the write lock is held, so waiting for the lock cannot
+make a claim look earlier.
 """
 
 from __future__ import annotations
