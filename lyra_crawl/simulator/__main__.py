@@ -103,6 +103,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer the engine's pages other than result pages (its citation graph, follow-ups) "
         "with an HTTP status",
     )
+    parser.add_argument(
+        "--page-kb",
+        type=int,
+        default=0,
+        metavar="KB",
+        help="pad every HTML results page to about KB kilobytes with inert menus, icons, styles "
+        "and a state script, as real engines' pages carry them (parse-heavy pages)",
+    )
     parser.add_argument("--latency-ms", type=int, default=0)
     parser.add_argument("--retry-after", type=int, default=2, help="Retry-After seconds on 429")
     parser.add_argument(
@@ -164,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
         log=open_log(args.request_log),
         shape_by_query=args.shape_by_query,
         google_js=args.google_js,
+        page_kb=args.page_kb,
     )
     server = serve(args.host, args.port, state)
     host, port = server.server_address[:2]

@@ -26,6 +26,7 @@ from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_que
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
 from lyra_crawl.simulator.engines.landing import PUBLISHERS_ROBOTS_TXT
 from lyra_crawl.simulator.engines.paper_ids import PaperIndex
+from lyra_crawl.simulator.page_weight import with_chrome
 
 PageKey = tuple[str, int]
 LOGGED_HEADERS = ("x-api-key",)
@@ -58,6 +59,8 @@ class SimulatorState:
     log: IO[str] | None = None
     shape_by_query: bool = False
     google_js: bool = True
+    # HTML results pages padded to about this many KB (0: as built), as heavy as real ones.
+    page_kb: int = 0
     papers: PaperIndex = field(default_factory=PaperIndex)
     engines: dict[str, SimEngine] = field(init=False)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -165,6 +168,8 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 page = engine.changed_layout_page(query, page_number, results)
             else:
                 page = engine.results_page(query, page_number, results)
+            if state.page_kb and page.content_type.startswith("text/html"):
+                page = replace(page, body=with_chrome(page.body, state.page_kb))
             if key in faults.malformed_at:
                 page = replace(page, body=page.body[: len(page.body) // 2])
             self._send(page)
