@@ -7,7 +7,8 @@ write of it batch-shaped, one statement each over all the query's papers:
 1. it moves the store's paper index generation on (`NEXT_GENERATION`, `PapersSave.start`);
    reads the blocks of the query's papers' identifiers (`PapersSave.identifier_keys`, whole)
    and title keys (`PapersSave.title_keys`: word and edge keys; a block of BLOCK_LIMIT papers
-   or more is full and read as None); then `TITLE_COLUMNS` of the papers in the title blocks
+   or more is full and read as None), a block by the 64-bit hash of its key (`block_hash`,
+   table `paper_index_blocks`); then `TITLE_COLUMNS` of the papers in the title blocks
    whose titles this process has not seen (`PapersSave.titled_ids`); then the rows of the
    candidates whole (`PapersSave.candidate_ids`: the stored papers the in-memory index could
    link a paper with, papers.paper_index); then the words known from stored records' author
@@ -35,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from hashlib import md5
 from typing import Any
 
 from lyra_crawl.backends.rows import Row, decode_json
@@ -98,6 +100,17 @@ NEXT_GENERATION = (
 _FIRST_KNOWN = ("doi", "arxiv_id", "pmid", "title", "normalized_title", "year", "venue")
 
 Values = dict[str, Any]
+# Stored blocks by the hash of their key (`block_hash`): their papers' ids, None for a full one.
+HashedBlocks = Mapping[int, Sequence[int] | None]
+
+
+def block_hash(key: str) -> int:
+    """A block key as the store keeps it: the first 8 bytes of its MD5 as a signed 64-bit
+    integer, as PostgreSQL computes it too (`('x' || left(md5(key), 16))::bit(64)::bigint`).
+    Eight bytes a key keep the blocks' B-trees small; two of a million keys collide with a
+    chance of about 3 in 10^8, and would only make two blocks one."""
+    digest = md5(key.encode(), usedforsecurity=False).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 @dataclass
@@ -180,23 +193,39 @@ class PapersSave:
         """The save's transaction moved the store's paper index generation to `generation`."""
         self._titles.start(generation)
 
-    @property
-    def identifier_keys(self) -> list[str]:
-        """The identifier blocks a save reads first, whole: every paper's identifiers."""
-        return list({key for queried in self._queried for key in queried.identifier_keys})
+    @cached_property
+    def _hashes(self) -> dict[str, int]:
+        """Every block key of the query's papers, and its hash (`block_hash`)."""
+        return {
+            key: block_hash(key)
+            for key in {key for queried in self._queried for key in queried.block_keys}
+        }
 
     @property
-    def title_keys(self) -> list[str]:
-        """The title blocks a save reads first, unless full (BLOCK_LIMIT papers): every paper's
-        word and edge keys."""
+    def identifier_keys(self) -> list[int]:
+        """The identifier blocks a save reads first, whole (`block_hash`es): every paper's
+        identifiers."""
+        hashes = self._hashes
+        return list({hashes[key] for queried in self._queried for key in queried.identifier_keys})
+
+    @property
+    def title_keys(self) -> list[int]:
+        """The title blocks a save reads first, unless full (BLOCK_LIMIT papers; `block_hash`es):
+        every paper's word and edge keys."""
+        hashes = self._hashes
         return list(
-            {key for queried in self._queried for key in queried.word_keys | queried.edge_keys}
+            {
+                hashes[key]
+                for queried in self._queried
+                for key in queried.word_keys | queried.edge_keys
+            }
         )
 
-    def titled_ids(self, blocks: Blocks) -> list[int]:
-        """The stored papers in the title blocks read (`blocks`, identifier and title blocks
-        by key; None for a full one) whose titles this process has not seen: they are read
-        next (`TITLE_COLUMNS`)."""
+    def titled_ids(self, found: HashedBlocks) -> list[int]:
+        """The stored papers in the title blocks read (`found`, identifier and title blocks by
+        hash; None for a full one) whose titles this process has not seen: they are read next
+        (`TITLE_COLUMNS`)."""
+        blocks = {key: found[hashed] for key, hashed in self._hashes.items() if hashed in found}
         self._blocks = blocks
         self._members = [queried.members(blocks) for queried in self._queried]
         self._titled = set().union(*(members.titled for members in self._members))
@@ -257,14 +286,16 @@ class PapersSave:
         self._writes = [*stored, *new]
         return self._writes
 
-    def written(self, paper_ids: Sequence[int]) -> list[tuple[str, int]]:
+    def written(self, paper_ids: Sequence[int]) -> list[tuple[int, int]]:
         """The writes ran, giving the rows `paper_ids` (one per write): the block memberships
-        (key, paper id) they add, in key order (inserted in order, one after another touches
-        the same pages of the blocks' index)."""
+        (key's hash, paper id) they add, in that order (inserted in order, one after another
+        touches the same pages of the blocks' index)."""
         writes = self._writes
         self._titles.written(writes, paper_ids)
+        hashes = self._hashes
         return sorted(
-            block_entries(
+            (hashes[key], paper_id)
+            for key, paper_id in block_entries(
                 self._blocks,
                 ((paper_id, w.block_keys) for paper_id, w in zip(paper_ids, writes, strict=True)),
             )

@@ -4,6 +4,7 @@ read back through the protocol."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,14 @@ import pytest
 
 from benchmarks.bench_canonical import NOISY_DEV_SET, noisy_dev_records
 from lyra_crawl.backends import Backends, with_backends
-from lyra_crawl.backends.paper_saving import StoredTitles
+from lyra_crawl.backends.paper_saving import StoredTitles, block_hash
 from lyra_crawl.backends.postgres.database import SCHEMA_VERSION as POSTGRES_VERSION
 from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.backends.sqlite.database import SCHEMA_VERSION as SQLITE_VERSION
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
 from lyra_crawl.papers.collector import QueryPapers, paper_record
+from lyra_crawl.papers.paper_index import stored_block_keys
 from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
 from tests.test_paper_index import real_dblp_acm
@@ -372,13 +374,15 @@ def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
 
 
 def test_a_store_from_before_the_words_gets_them_and_its_titles_normalised(store):
-    # A store of the previous version: titles kept compact, no words known. Opened again, its
-    # papers' titles are read as a save reads them and their authors' words are known.
+    # A store of the version before them: titles kept compact, no words known, blocks by text.
+    # Opened again, its papers' titles are read as a save reads them and their authors' words
+    # are known.
     found = api(year=2019, authors=("Ana Silva",), venue="Journal of Hydrology")
     store.run(lambda backends: save_query(backends, "moisture", found))
-    previous = SQLITE_VERSION - 1 if store.name == "sqlite" else POSTGRES_VERSION - 1
+    previous = SQLITE_VERSION - 2 if store.name == "sqlite" else POSTGRES_VERSION - 2
     compact = TITLE.lower().replace(":", "").replace("-", "").replace(" ", "")
     with raw_connection(store) as conn:
+        blocks_by_text(conn)
         conn.execute(f"UPDATE papers SET match_titles = '{compact}'")
         conn.execute("DELETE FROM paper_words")
         conn.execute(f"UPDATE schema_version SET version = {previous}")
@@ -393,6 +397,54 @@ def test_a_store_from_before_the_words_gets_them_and_its_titles_normalised(store
     assert titles == [("soil moisture sampling in semi arid catchments a field trial",)]
     assert {("silva", "name"), ("hydrology", "venue")} <= words
     assert store.run(lambda backends: links(backends, query_id)) == [1]
+
+
+def test_a_store_with_blocks_by_text_gets_them_by_hash(store):
+    # A store of the previous version keyed its blocks by their text. Opened again, each block
+    # is the same block by its hash (in PostgreSQL by its own md5), and a paper found again
+    # by title and year alone is the stored one.
+    store.run(lambda backends: save_query(backends, "moisture", api(year=2019, doi="10.1234/x")))
+    with raw_connection(store) as conn:
+        text_keys = blocks_by_text(conn)
+        conn.execute(
+            "UPDATE schema_version SET version = "
+            f"{SQLITE_VERSION - 1 if store.name == 'sqlite' else POSTGRES_VERSION - 1}"
+        )
+
+    query_id = store.run(lambda backends: save_query(backends, "again", again))
+
+    with raw_connection(store) as conn:
+        hashes = conn.execute("SELECT block_hash, paper_id FROM paper_index_blocks").fetchall()
+        old_table = conn.execute(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'paper_blocks'"
+            if store.name == "postgresql"
+            else "SELECT COUNT(*) FROM sqlite_master WHERE name = 'paper_blocks'"
+        ).fetchone()
+    assert {(block_hash(key), 1) for key in text_keys} <= set(hashes)
+    assert "doi:10.1234/x" in text_keys and old_table == (0,)
+    assert store.run(lambda backends: links(backends, query_id)) == [1]
+
+
+def blocks_by_text(conn: Any) -> set[str]:
+    """Turn a store's blocks back into the previous version's, keyed by text (those of its
+    papers' kept records); returns the keys."""
+    placeholder = "%s" if isinstance(conn, psycopg.Connection) else "?"
+    entries = [
+        (key, paper_id)
+        for paper_id, kept in conn.execute("SELECT id, match_records FROM papers").fetchall()
+        for key in stored_block_keys(kept if isinstance(kept, list) else json.loads(kept))
+    ]
+    conn.execute("DROP TABLE paper_index_blocks")
+    conn.execute(
+        "CREATE TABLE paper_blocks (block_key text NOT NULL, paper_id bigint NOT NULL"
+        " REFERENCES papers (id), PRIMARY KEY (block_key, paper_id))"
+    )
+    cursor = conn.cursor()
+    cursor.executemany(
+        f"INSERT INTO paper_blocks (block_key, paper_id) VALUES ({placeholder}, {placeholder})",
+        entries,
+    )
+    return {key for key, _ in entries}
 
 
 def raw_connection(store: StoreUnderTest) -> Any:

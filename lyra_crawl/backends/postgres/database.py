@@ -44,7 +44,7 @@ from lyra_crawl.backends.rows import instant, process_alive
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # pg_advisory_xact_lock key of the schema's application: "lyra" in ASCII.
 SCHEMA_LOCK = 0x6C797261
 CONNECT_TIMEOUT_S = 10
@@ -225,7 +225,8 @@ async def _upgrade_matching(conn: Connection) -> None:
 
 
 # What a version needs beyond its upgrade_<version>.sql, run after it (version 3, the citation
-# graph, and version 4, the papers spider's landing pages, need nothing more).
+# graph, 4, the papers spider's landing pages, and 6, the blocks keyed by hash, need nothing
+# more).
 _UPGRADE_STEPS: dict[int, Callable[[Connection], Awaitable[None]]] = {
     2: _index_stored_papers,
     5: _upgrade_matching,

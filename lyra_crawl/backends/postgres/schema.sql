@@ -1,4 +1,4 @@
--- lyra_crawl's PostgreSQL schema, version 5 (lyra_crawl.backends.postgres). The tables and columns
+-- lyra_crawl's PostgreSQL schema, version 6 (lyra_crawl.backends.postgres). The tables and columns
 -- of the SQLite schema (lyra_crawl/backends/sqlite/schema.sql) in PostgreSQL's types: identity
 -- ids, timestamptz instants, jsonb for JSON, boolean flags. Text that reports sort on is
 -- COLLATE "C", so rows come in the order SQLite gives them whatever the database's locale.
@@ -91,14 +91,14 @@ CREATE INDEX papers_arxiv ON papers (arxiv_id);
 CREATE INDEX papers_pmid ON papers (pmid);
 
 -- The paper index's blocks (lyra_crawl.papers.paper_index): a paper is compared with the papers
--- sharing a block key with it, an identifier ("doi:10.1/x") or a key of a title. A block stops
--- growing at 32 papers.
-CREATE TABLE paper_blocks (
-    block_key    text COLLATE "C" NOT NULL,
+-- sharing a block key with it, an identifier ("doi:10.1/x") or a key of a title, kept as a
+-- 64-bit hash of its text (backends.paper_saving.block_hash). A block stops growing at 32 papers.
+CREATE TABLE paper_index_blocks (
+    block_hash   bigint NOT NULL,
     paper_id     bigint NOT NULL REFERENCES papers (id),
-    PRIMARY KEY (block_key, paper_id)
+    PRIMARY KEY (block_hash, paper_id)
 );
-CREATE INDEX paper_blocks_paper ON paper_blocks (paper_id);
+CREATE INDEX paper_index_blocks_paper ON paper_index_blocks (paper_id);
 
 -- Words of stored records' author names and venues (kind: name | venue): a citation around a title
 -- is read with them (lyra_crawl.papers.canonical), as the in-memory index reads it with its own.

@@ -836,19 +836,19 @@ async def _upsert_fetches(conn: Connection, fetches: Sequence[CitationFetch]) ->
 
 
 async def _blocks(
-    conn: Connection, identifier_keys: Sequence[str], title_keys: Sequence[str]
-) -> dict[str, list[int] | None]:
-    """The stored blocks of identifier keys, whole, and of title keys, None when full (a key no
-    paper has is absent)."""
+    conn: Connection, identifier_keys: Sequence[int], title_keys: Sequence[int]
+) -> dict[int, list[int] | None]:
+    """The stored blocks of identifier keys, whole, and of title keys, None when full (keys by
+    their hash; a key no paper has is absent)."""
     return {
         key: members
         for key, members in await _fetch(
             conn,
-            "SELECT block_key, array_agg(paper_id) FROM paper_blocks"
-            " WHERE block_key = ANY(%s) GROUP BY block_key"
+            "SELECT block_hash, array_agg(paper_id) FROM paper_index_blocks"
+            " WHERE block_hash = ANY(%s) GROUP BY block_hash"
             " UNION ALL"
-            " SELECT block_key, CASE WHEN COUNT(*) < %s THEN array_agg(paper_id) END"
-            " FROM paper_blocks WHERE block_key = ANY(%s) GROUP BY block_key",
+            " SELECT block_hash, CASE WHEN COUNT(*) < %s THEN array_agg(paper_id) END"
+            " FROM paper_index_blocks WHERE block_hash = ANY(%s) GROUP BY block_hash",
             (list(identifier_keys), BLOCK_LIMIT, list(title_keys)),
         )
     }
@@ -885,7 +885,8 @@ async def _written(conn: Connection, save: PapersSave, writes: Sequence[PaperWri
     paper_ids = await _write_papers(conn, writes)
     cursor = conn.cursor()
     await cursor.executemany(
-        "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        "INSERT INTO paper_index_blocks (block_hash, paper_id) VALUES (%s, %s)"
+        " ON CONFLICT DO NOTHING",
         save.written(paper_ids),
     )
     await cursor.executemany(
@@ -904,8 +905,8 @@ async def _write_papers(conn: Connection, writes: Sequence[PaperWrite]) -> list[
             for statement in (
                 "UPDATE serp_items SET paper_id = %s WHERE paper_id = ANY(%s)",
                 # A block holding both keeps the kept row once.
-                "INSERT INTO paper_blocks (block_key, paper_id) SELECT block_key, %s"
-                " FROM paper_blocks WHERE paper_id = ANY(%s) ON CONFLICT DO NOTHING",
+                "INSERT INTO paper_index_blocks (block_hash, paper_id) SELECT block_hash, %s"
+                " FROM paper_index_blocks WHERE paper_id = ANY(%s) ON CONFLICT DO NOTHING",
                 # A landing page asked for both keeps the kept row's answer.
                 "INSERT INTO landing_pages (paper_id, url, outcome, detail, http_status,"
                 " metadata_field, attempts, fetched_at) SELECT %s, url, outcome, detail,"
@@ -915,7 +916,7 @@ async def _write_papers(conn: Connection, writes: Sequence[PaperWrite]) -> list[
                 await conn.execute(statement, (write.row_id, write.absorbed))
             await _move_citations(conn, write.row_id, write.absorbed)
             for table, column in (
-                ("paper_blocks", "paper_id"),
+                ("paper_index_blocks", "paper_id"),
                 ("landing_pages", "paper_id"),
                 ("papers", "id"),
             ):

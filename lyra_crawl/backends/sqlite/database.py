@@ -12,7 +12,8 @@ Opening applies schema.sql (tables, indexes, and columns added since an older fi
 then what each newer schema version needs beyond them (`_UPGRADE_STEPS`; version 3: the paper
 index's blocks, the records kept for matching and every paper's evidence; version 4, the
 citation graph's tables, and 5, the landing pages', nothing more; version 6: the author and
-venue words of every stored paper's records and its kept titles normalised), and marks
+venue words of every stored paper's records and its kept titles normalised; version 7: the
+blocks keyed by the hash of their key rather than its text), and marks
 `running` queries whose process is gone as interrupted.
 """
 
@@ -30,6 +31,7 @@ from typing import Any, TypeVar
 from lyra_crawl.backends.paper_saving import (
     PAPER_JSON_COLUMNS,
     UPGRADED_COLUMNS,
+    block_hash,
     upgrade_matching,
     upgrade_to_index,
 )
@@ -39,7 +41,7 @@ from lyra_crawl.backends.sqlite.worker import Outcome, WorkerThread
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 WORKER_THREAD = "lyra-sqlite"
 LOCK_RETRY_S = 0.0002
@@ -240,8 +242,8 @@ def _upgrade(conn: sqlite3.Connection) -> None:
     matching and their evidence."""
     upgrade = upgrade_to_index(conn.execute("SELECT * FROM papers"))
     conn.executemany(
-        "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
-        upgrade.blocks,
+        "INSERT OR IGNORE INTO paper_index_blocks (block_hash, paper_id) VALUES (?, ?)",
+        [(block_hash(key), paper_id) for key, paper_id in upgrade.blocks],
     )
     conn.executemany(
         f"UPDATE papers SET {', '.join(f'{c} = ?' for c in UPGRADED_COLUMNS)} WHERE id = ?",
@@ -266,12 +268,26 @@ def _upgrade_matching(conn: sqlite3.Connection) -> None:
     conn.executemany("UPDATE papers SET match_titles = ? WHERE id = ?", upgrade.titles)
 
 
+def _hash_blocks(conn: sqlite3.Connection) -> None:
+    """Version 7: the blocks of a store indexed before it (`paper_blocks`, by the text of their
+    key) into `paper_index_blocks`, by its hash; the old table goes."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'paper_blocks'").fetchone() is None:
+        return  # upgraded from before the index: version 3 filled the new table
+    conn.create_function("block_hash", 1, block_hash, deterministic=True)
+    conn.execute(
+        "INSERT OR IGNORE INTO paper_index_blocks (block_hash, paper_id)"
+        " SELECT block_hash(block_key), paper_id FROM paper_blocks"
+    )
+    conn.execute("DROP TABLE paper_blocks")
+
+
 # What a version needs beyond the tables and columns the schema script adds, run in order
 # (version 4, the citation graph, and version 5, the papers spider's landing pages, need
 # nothing more).
 _UPGRADE_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _upgrade,
     6: _upgrade_matching,
+    7: _hash_blocks,
 }
 
 

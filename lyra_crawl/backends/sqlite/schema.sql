@@ -119,14 +119,14 @@ CREATE INDEX IF NOT EXISTS papers_arxiv ON papers (arxiv_id);
 CREATE INDEX IF NOT EXISTS papers_pmid ON papers (pmid);
 
 -- The paper index's blocks (lyra_crawl.papers.paper_index): a paper is compared with the papers
--- sharing a block key with it, an identifier ("doi:10.1/x") or a key of a title. A block stops
--- growing at 32 papers.
-CREATE TABLE IF NOT EXISTS paper_blocks (
-    block_key    TEXT NOT NULL,
+-- sharing a block key with it, an identifier ("doi:10.1/x") or a key of a title, kept as a
+-- 64-bit hash of its text (backends.paper_saving.block_hash). A block stops growing at 32 papers.
+CREATE TABLE IF NOT EXISTS paper_index_blocks (
+    block_hash   INTEGER NOT NULL,
     paper_id     INTEGER NOT NULL REFERENCES papers (id),
-    PRIMARY KEY (block_key, paper_id)
+    PRIMARY KEY (block_hash, paper_id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS paper_blocks_paper ON paper_blocks (paper_id);
+CREATE INDEX IF NOT EXISTS paper_index_blocks_paper ON paper_index_blocks (paper_id);
 
 -- Words of stored records' author names and venues (kind: name | venue): a citation around a title
 -- is read with them (lyra_crawl.papers.canonical), as the in-memory index reads it with its own.

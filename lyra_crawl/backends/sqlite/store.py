@@ -827,19 +827,19 @@ def _upsert_fetches(conn: sqlite3.Connection, fetches: Sequence[CitationFetch], 
 
 
 def _blocks(
-    conn: sqlite3.Connection, identifier_keys: Sequence[str], title_keys: Sequence[str]
-) -> dict[str, list[int] | None]:
-    """The stored blocks of identifier keys, whole, and of title keys, None when full (a key no
-    paper has is absent)."""
+    conn: sqlite3.Connection, identifier_keys: Sequence[int], title_keys: Sequence[int]
+) -> dict[int, list[int] | None]:
+    """The stored blocks of identifier keys, whole, and of title keys, None when full (keys by
+    their hash; a key no paper has is absent)."""
     return {
         key: None if members is None else list(map(int, members.split(",")))
         for key, members in conn.execute(
-            "SELECT block_key, group_concat(paper_id) FROM paper_blocks"
-            " WHERE block_key IN (SELECT value FROM json_each(?)) GROUP BY block_key"
+            "SELECT block_hash, group_concat(paper_id) FROM paper_index_blocks"
+            " WHERE block_hash IN (SELECT value FROM json_each(?)) GROUP BY block_hash"
             " UNION ALL"
-            " SELECT block_key, CASE WHEN COUNT(*) < ? THEN group_concat(paper_id) END"
-            " FROM paper_blocks WHERE block_key IN (SELECT value FROM json_each(?))"
-            " GROUP BY block_key",
+            " SELECT block_hash, CASE WHEN COUNT(*) < ? THEN group_concat(paper_id) END"
+            " FROM paper_index_blocks WHERE block_hash IN (SELECT value FROM json_each(?))"
+            " GROUP BY block_hash",
             (json.dumps(list(identifier_keys)), BLOCK_LIMIT, json.dumps(list(title_keys))),
         )
     }
@@ -883,7 +883,7 @@ def _written(
     """Run a save's writes, its block memberships and its words; each write's row id."""
     paper_ids = _write_papers(conn, writes, now)
     conn.executemany(
-        "INSERT OR IGNORE INTO paper_blocks (block_key, paper_id) VALUES (?, ?)",
+        "INSERT OR IGNORE INTO paper_index_blocks (block_hash, paper_id) VALUES (?, ?)",
         save.written(paper_ids),
     )
     conn.executemany(
@@ -903,7 +903,7 @@ def _write_papers(conn: sqlite3.Connection, writes: Sequence[PaperWrite], now: s
                 "UPDATE serp_items SET paper_id = ?"
                 " WHERE paper_id IN (SELECT value FROM json_each(?))",
                 # A block holding both keeps the kept row once.
-                "UPDATE OR IGNORE paper_blocks SET paper_id = ?"
+                "UPDATE OR IGNORE paper_index_blocks SET paper_id = ?"
                 " WHERE paper_id IN (SELECT value FROM json_each(?))",
                 # A landing page asked for both keeps the kept row's answer.
                 "UPDATE OR IGNORE landing_pages SET paper_id = ?"
@@ -912,7 +912,7 @@ def _write_papers(conn: sqlite3.Connection, writes: Sequence[PaperWrite], now: s
                 conn.execute(statement, (write.row_id, gone))
             _move_citations(conn, write.row_id, gone)
             for table, column in (
-                ("paper_blocks", "paper_id"),
+                ("paper_index_blocks", "paper_id"),
                 ("landing_pages", "paper_id"),
                 ("papers", "id"),
             ):
