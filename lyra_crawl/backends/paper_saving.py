@@ -255,15 +255,17 @@ class PapersSave:
         """Which stored rows each paper is, and what every row written becomes: the writes in
         the order to run them. `rows`: the candidates' rows whole; `words`: the (word, kind)
         rows read for `title_words`."""
-        state = {int(row["id"]): row_values(row) for row in rows}
+        # Every candidate's kept records are read; its other columns only if it is matched.
+        stored_rows = {int(row["id"]): row for row in rows}
+        kept = {paper_id: kept_records(row) for paper_id, row in stored_rows.items()}
         stored_words = {NAME: set[str](), VENUE: set[str]()}
         for word, kind in words:
             stored_words[kind].add(word)
         query_words = self._query_words
         matches = match_papers(
             self._queried,
-            [found & state.keys() for found in self._candidates],
-            {paper_id: values["match_records"] for paper_id, values in state.items()},
+            [found & kept.keys() for found in self._candidates],
+            kept,
             KnownWords(
                 query_words.names | stored_words[NAME], query_words.venues | stored_words[VENUE]
             ),
@@ -280,7 +282,10 @@ class PapersSave:
             )
             if match.stored:
                 write.row_id, *write.absorbed = match.stored
-                found = [*(state[paper_id] for paper_id in match.stored), *found]
+                found = [
+                    *(row_values(stored_rows[i], kept[i]) for i in match.stored),
+                    *found,
+                ]
             write.values = merge_values(found, self.min_abstract_chars)
             (stored if match.stored else new).append(write)
         self._writes = [*stored, *new]
@@ -351,12 +356,13 @@ def kept_records(row: Row) -> list[KeptRecord]:
     return [{name: value for name, value in fields.items() if value}]
 
 
-def row_values(row: Row) -> Values:
-    """A stored `papers` row's columns, JSON decoded."""
+def row_values(row: Row, kept: list[KeptRecord] | None = None) -> Values:
+    """A stored `papers` row's columns, JSON decoded (its kept records: `kept`, if read)."""
     values = {column: row[column] for column in PAPER_COLUMNS}
     for column, empty in PAPER_JSON_COLUMNS.items():
-        values[column] = decode_json(values[column], empty)
-    values["match_records"] = kept_records(row)
+        if column != "match_records":
+            values[column] = decode_json(values[column], empty)
+    values["match_records"] = kept_records(row) if kept is None else kept
     return values
 
 
