@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from hashlib import md5
+from struct import Struct
 from typing import Any
 
 from lyra_crawl.backends.rows import Row, decode_json
@@ -102,6 +103,8 @@ _FIRST_KNOWN = ("doi", "arxiv_id", "pmid", "title", "normalized_title", "year", 
 Values = dict[str, Any]
 # Stored blocks by the hash of their key (`block_hash`): their papers' ids, None for a full one.
 HashedBlocks = Mapping[int, Sequence[int] | None]
+# The first 8 bytes of a digest as a big-endian signed integer (one call: many keys a save).
+_first_int64 = Struct(">q").unpack_from
 
 
 def block_hash(key: str) -> int:
@@ -109,8 +112,7 @@ def block_hash(key: str) -> int:
     integer, as PostgreSQL computes it too (`('x' || left(md5(key), 16))::bit(64)::bigint`).
     Eight bytes a key keep the blocks' B-trees small; two of a million keys collide with a
     chance of about 3 in 10^8, and would only make two blocks one."""
-    digest = md5(key.encode(), usedforsecurity=False).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+    return _first_int64(md5(key.encode()).digest())[0]
 
 
 @dataclass
