@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from functools import lru_cache
 
 from rapidfuzz.distance import Levenshtein
 
@@ -50,6 +51,8 @@ def name_words(authors: tuple[str, ...]) -> set[str]:
     return set(_NAME_WORD.findall(folded))
 
 
+# The same names come again and again: in every record of their authors, at each step of a save.
+@lru_cache(maxsize=1 << 16)
 def surname(author: str) -> str | None:
     """Folded surname from "Given Family", "Family, Given", "Family GA" or "family g"."""
     if "," in author:

@@ -225,7 +225,7 @@ def title_block_keys(normalized_title: str) -> tuple[list[str], list[str]]:
     return [" ".join(key) for key in word_keys], [" ".join(key) for key in edge_keys]
 
 
-def identifier_keys(record: PaperRecord) -> list[tuple[str, str]]:
+def identifier_keys(record: PaperRecord) -> tuple[tuple[str, str], ...]:
     """The record's identifiers as the index joins them: (doi|arxiv|pmid, normalised value)."""
     return _identifier_keys(record)
 
@@ -259,7 +259,7 @@ class _Evidence:
 @dataclass(slots=True)
 class _Prepared:
     normalized_title: str
-    id_keys: list[tuple[str, str]]
+    id_keys: tuple[tuple[str, str], ...]
     evidence: _Evidence
     name_words: set[str]
 
@@ -850,19 +850,30 @@ def _content_words(words: tuple[str, ...]) -> int:
     return sum(word not in _STOPWORDS for word in words)
 
 
-def _identifier_keys(record: PaperRecord) -> list[tuple[str, str]]:
+def _identifier_keys(record: PaperRecord) -> tuple[tuple[str, str], ...]:
+    if not (record.doi or record.arxiv_id or record.pmid):
+        return ()
+    return _normalized_identifiers(record.doi, record.arxiv_id, record.pmid)
+
+
+# A record's identifiers are read again at each step of a save (the crawl's index, its paper, the
+# store's index); their normalisation is a few regular expressions.
+@lru_cache(maxsize=1 << 16)
+def _normalized_identifiers(
+    raw_doi: str | None, raw_arxiv_id: str | None, raw_pmid: str | None
+) -> tuple[tuple[str, str], ...]:
     keys: list[tuple[str, str]] = []
-    doi = normalize_doi(record.doi)
+    doi = normalize_doi(raw_doi)
     arxiv_from_doi = arxiv_id_from_doi(doi)
     if doi and not arxiv_from_doi:
         keys.append(("doi", doi))
     # The arXiv DataCite DOI and the arXiv id name the same preprint.
-    for arxiv_id in {normalize_arxiv_id(record.arxiv_id), arxiv_from_doi} - {None}:
+    for arxiv_id in {normalize_arxiv_id(raw_arxiv_id), arxiv_from_doi} - {None}:
         keys.append(("arxiv", arxiv_id))
-    pmid = normalize_pmid(record.pmid)
+    pmid = normalize_pmid(raw_pmid)
     if pmid:
         keys.append(("pmid", pmid))
-    return keys
+    return tuple(keys)
 
 
 def _canonical_paper(key: int, records: list[PaperRecord]) -> CanonicalPaper:
