@@ -47,7 +47,7 @@ import gc
 import html
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -322,6 +322,8 @@ class CanonicalPaperIndex:
         self._venue_words: set[str] = set()
         # The side bits of groups added with a side, by their key; empty in a plain index.
         self._sides: dict[int, int] = {}
+        # Each distinct raw title added, normalised (once: papers() reads them again).
+        self._normalized: dict[str, str] = {}
 
     def add(self, record: PaperRecord) -> int:
         """Add one record and return the key of the canonical paper it belongs to."""
@@ -362,7 +364,7 @@ class CanonicalPaperIndex:
             return self._add_records(records, 0)
 
     def _add_records(self, records: Iterable[PaperRecord], side: int) -> list[int]:
-        normalized: dict[str, str] = {}
+        normalized = self._normalized
         indices = []
         for record in records:
             title = normalized.get(record.title)
@@ -382,7 +384,10 @@ class CanonicalPaperIndex:
         with no_cyclic_gc():
             for index, record in enumerate(self._records):
                 groups.setdefault(self._find(index), []).append(record)
-            return [_canonical_paper(key, records) for key, records in sorted(groups.items())]
+            return [
+                _canonical_paper(key, records, self._normalized)
+                for key, records in sorted(groups.items())
+            ]
 
     def __len__(self) -> int:
         return len(self._records)
@@ -876,7 +881,11 @@ def _normalized_identifiers(
     return tuple(keys)
 
 
-def _canonical_paper(key: int, records: list[PaperRecord]) -> CanonicalPaper:
+def _canonical_paper(
+    key: int, records: list[PaperRecord], normalized: Mapping[str, str]
+) -> CanonicalPaper:
+    """One paper from its records (`normalized`: their titles normalised, as the index has
+    them)."""
     api = [r for r in records if r.kind == "api"]
     serp = [r for r in records if r.kind != "api"]
     ranked = api + serp  # API metadata beats what a SERP snippet shows
@@ -896,7 +905,7 @@ def _canonical_paper(key: int, records: list[PaperRecord]) -> CanonicalPaper:
         arxiv_id=next((a for a in arxiv_ids if a), None),
         pmid=next((p for p in (normalize_pmid(r.pmid) for r in ranked) if p), None),
         title=title,
-        normalized_title=normalize_title(title),
+        normalized_title=normalized.get(title) or normalize_title(title),
         year=next((r.year for r in ranked if r.year is not None), None),
         authors=next((r.authors for r in ranked if r.authors), ()),
         venue=next((r.venue for r in ranked if r.venue), None),
