@@ -1,6 +1,7 @@
 """The worker thread every SQLite statement runs on: answers and errors come back to the asking
 loop, in order; stopping lets handed-in work finish; work in flight at exit still completes;
-writes queued together share one transaction; another process's write lock is waited for."""
+writes queued together share one transaction, a write alone takes no savepoint; another process's
+write lock is waited for."""
 
 from __future__ import annotations
 
@@ -145,6 +146,38 @@ def test_writes_queued_together_share_one_commit_and_a_failing_one_is_undone_alo
         "BEGIN IMMEDIATE",
         "COMMIT",
     ]
+
+
+def test_a_write_alone_is_its_own_transaction_without_a_savepoint(tmp_path):
+    # A savepoint would copy every page the write changes to its journal first; alone, a
+    # failing write is undone whole by its transaction's rollback.
+    database = SqliteDatabase(tmp_path / "alone.sqlite3")
+    statements: list[str] = []
+
+    def insert_twice(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO numbers VALUES (1)")
+        conn.execute("INSERT INTO numbers VALUES (1)")
+
+    async def work():
+        await database.open()
+        await database.write(lambda conn: conn.execute("CREATE TABLE numbers (n UNIQUE)"))
+        await database.read(lambda conn: conn.set_trace_callback(statements.append))
+        await database.write(lambda conn: conn.execute("INSERT INTO numbers VALUES (2)"))
+        with pytest.raises(sqlite3.IntegrityError):
+            await database.write(insert_twice)
+        await database.read(lambda conn: conn.set_trace_callback(None))
+        rows = await database.read(lambda conn: conn.execute("SELECT n FROM numbers").fetchall())
+        await database.close()
+        return [row[0] for row in rows]
+
+    assert in_own_loop(work()) == [2], "the failing write's first insert was undone with it"
+    assert [s for s in statements if s.split()[0] in ("BEGIN", "COMMIT", "ROLLBACK")] == [
+        "BEGIN IMMEDIATE",
+        "COMMIT",
+        "BEGIN IMMEDIATE",
+        "ROLLBACK",
+    ]
+    assert not [s for s in statements if "SAVEPOINT" in s.upper()]
 
 
 def test_a_write_waits_for_another_process_holding_the_lock_then_goes_on(tmp_path):

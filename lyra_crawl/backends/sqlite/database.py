@@ -129,8 +129,13 @@ class SqliteDatabase:
         """The writes queued together, in one transaction: one lock taken and one commit for all.
 
         Each runs in its own savepoint, so one that fails is undone alone and gets its own
-        error, as in a transaction of its own; a failed commit fails them all.
+        error, as in a transaction of its own; a failed commit fails them all. A write alone is
+        a transaction of its own, without a savepoint: that would copy each page it changes to
+        the savepoint's journal first (a save of a query's papers changes thousands).
         """
+        if len(writes) == 1:
+            (write,) = writes
+            return [(self.in_transaction(lambda _: write()), None)]
         outcomes: list[Outcome] = []
         with self._transaction() as conn:
             for write in writes:

@@ -1,8 +1,8 @@
 """SqliteStore: the ResultStore on one SQLite file (lyra_crawl.backends.protocols).
 
 Each write is all-or-nothing on the database's worker thread (its own savepoint in a BEGIN
-IMMEDIATE transaction shared with the writes queued beside it); a page is stored with its items
-in one, so a crash loses at most the pages in flight.
+IMMEDIATE transaction shared with the writes queued beside it, or that transaction when alone);
+a page is stored with its items in one, so a crash loses at most the pages in flight.
 """
 
 from __future__ import annotations
