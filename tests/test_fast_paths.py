@@ -35,7 +35,8 @@ PIECES = st.sampled_from(
     [
         "arxiv", "ArXiv:", "arxiv.org/abs/", "10.48550/arXiv.", "hep-th/", "/9901001", "2101.00001",
         "v2", "pubmed.ncbi.nlm.nih.gov/", "PMID: ", "europepmc.org/abstract/MED/", "12345678",
-        "10.1000/xyz", "10.", "doi.org/", " ", "/", "x", "%2F", "İ", "K", "٣",
+        "10.1000/xyz", "10.", "doi.org/", " ", "/", "x", "%2F", "İ", "K", "٣", "PMıD: ", "ARXİV:",
+        "EuropePMC.org/abstract/MED/", "PubMed.ncbi.nlm.nih.gov/",
     ]
 )  # fmt: skip
 

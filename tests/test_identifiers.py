@@ -141,6 +141,8 @@ def test_normalize_arxiv_id_rejects_non_ids(raw: str | None) -> None:
         ("Vaswani et al., arXiv: 1706.03762, 2017", "1706.03762"),
         ("see hep-th/9901001 for details", "hep-th/9901001"),
         ("https://doi.org/10.48550/arXiv.1706.03762", "1706.03762"),
+        ("ARXIV:1706.03762 — Ünïcode around it", "1706.03762"),
+        ("ARXİV:1706.03762", "1706.03762"),  # a dotted capital I folds to i for the regex
     ],
 )
 def test_extract_arxiv_id(text: str, expected: str) -> None:
@@ -175,6 +177,9 @@ def test_arxiv_id_from_doi() -> None:
         ("http://www.ncbi.nlm.nih.gov/pubmed/31452104?dopt=Abstract", "31452104"),
         ("https://europepmc.org/article/MED/31452104", "31452104"),
         ("Epub 2019. PMID: 31452104", "31452104"),
+        ("Epub 2019. Pmid: 31452104", "31452104"),
+        ("https://EuropePMC.org/abstract/MED/31452104", "31452104"),
+        ("Résumé. PMıD: 31452104", "31452104"),  # a dotless i folds to i for the regex
     ],
 )
 def test_extract_pmid(text: str, expected: str) -> None:

