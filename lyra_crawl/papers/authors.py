@@ -52,7 +52,8 @@ def name_words(authors: tuple[str, ...]) -> set[str]:
 
 
 # The same names come again and again: in every record of their authors, at each step of a save.
-@lru_cache(maxsize=1 << 16)
+# Sized as canonical._normalized_identifiers is.
+@lru_cache(maxsize=1 << 13)
 def surname(author: str) -> str | None:
     """Folded surname from "Given Family", "Family, Given", "Family GA" or "family g"."""
     if "," in author:
