@@ -733,7 +733,7 @@ def no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
-@lru_cache(maxsize=1 << 13)
+@lru_cache(maxsize=1 << 12)
 def _venue_words(venue: str) -> frozenset[str]:
     """A venue's folded words but stop words; few venues name many records."""
     return frozenset(fold_name(venue).split()) - _STOPWORDS
