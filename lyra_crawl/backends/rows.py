@@ -178,6 +178,10 @@ CITATION_SEEDS = (
 )
 # The papers a query's fetches of one level reached, most edges first: a paper's references
 # start at it, its citations end there (query id, level, query id, level, query id, limit).
+# A query's citation list fetches, in the order they were planned.
+CITATION_FETCHES = (
+    "SELECT * FROM citation_fetches WHERE query_id = ? ORDER BY level, paper_id, source, relation"
+)
 CITATION_FRONTIER = (
     "SELECT paper.* FROM papers AS paper JOIN ("
     "  SELECT reached, COUNT(*) AS edges FROM ("

@@ -474,8 +474,7 @@ class PostgresStore:
     async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
         return await self._db.select(
             rows.citation_fetch,
-            "SELECT * FROM citation_fetches WHERE query_id = %s"
-            " ORDER BY level, paper_id, source, relation",
+            rows.postgres(rows.CITATION_FETCHES),
             (query_id,),
         )
 

@@ -457,8 +457,7 @@ class SqliteStore(SqliteBackend):
     async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
         return await self._db.select(
             rows.citation_fetch,
-            "SELECT * FROM citation_fetches WHERE query_id = ?"
-            " ORDER BY level, paper_id, source, relation",
+            rows.CITATION_FETCHES,
             (query_id,),
         )
 
