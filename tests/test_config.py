@@ -121,6 +121,18 @@ def test_missing_config_dir_names_the_variable(tmp_path):
             "engine 'mojeek': parse.title is missing: add an XPath",
         ),
         (
+            lambda d: d["engines"]["ecosia"].update(results_within="<main>"),
+            None,
+            "engine 'ecosia': results_within must be one HTML element name such as main "
+            "(got '<main>')",
+        ),
+        (
+            lambda d: d["engines"]["openalex"].update(results_within="main"),
+            None,
+            "engine 'openalex': results_within is set, but only html engines are read from an "
+            "element: remove it",
+        ),
+        (
             None,
             lambda d: d["engines"]["bing"].update(qps=-1),
             "engines.yaml: engine 'bing': qps must be > 0 (got -1)",

@@ -6,6 +6,7 @@ pydantic validates the YAML against (`ParsersFile`, `PolicyFile`); rules across 
 first problem reported is the same one as ever. Built in code, the classes validate nothing.
 """
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -63,6 +64,7 @@ SECRET_SETTINGS: Mapping[str, str] = {
 SECRET_PLACEHOLDERS = frozenset(SECRET_SETTINGS)
 HOST_PLACEHOLDERS = frozenset({"language"})
 REQUIRED_HTML_RULES = ("results", "url", "title")
+_ELEMENT_NAME = re.compile(r"[a-z][a-z0-9-]*")
 # Parsers for bodies that XPath rules cannot describe (JSON, Atom, E-utilities XML), by name;
 # lyra_crawl.engines.parsing maps each name to its module.
 PARSER_HOOKS = (
@@ -108,6 +110,12 @@ def _engine_url(url: str) -> str:
             f"may use only {{language}}, in the host (got {url!r}): put query values under params"
         )
     return url
+
+
+def _element_name(name: str) -> str:
+    if not _ELEMENT_NAME.fullmatch(name):
+        raise problem(f"must be one HTML element name such as main (got {name!r})")
+    return name
 
 
 def _time_ranges(values: Mapping[str, str]) -> Mapping[str, str]:
@@ -210,6 +218,10 @@ class EngineSpec:
     # HTML engines: the page's layouts, current first, older after; the first whose `results`
     # finds anything is read.
     parse: Annotated[tuple[Layout, ...], BeforeValidator(_layouts)] = ()
+    # HTML engines: the element every result and the pager sit in (e.g. main). A page is read
+    # from that element's bytes alone when they hold results (parsing a third of a large page),
+    # else from the whole page, so blocks and layout changes are judged as without it.
+    results_within: Annotated[Text, AfterValidator(_element_name)] | None = None
     # HTML engines: how the engine says nothing matched (else a page without results is
     # layout_changed).
     no_results: NoResultsMarkers | None = None
@@ -269,6 +281,10 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
                 "'no results' page (else a page without results is layout_changed)",
                 "no_results",
             )
+    if spec.family != "html" and spec.results_within is not None:
+        raise problem(
+            "is set, but only html engines are read from an element: remove it", "results_within"
+        )
     if spec.family == "html" and spec.parser is not None:
         raise problem(
             "is set, but html engines are parsed by their XPath rules: remove it", "parser"

@@ -36,6 +36,12 @@ def detect_block(
         marker = found_marker(body, page, rule.body_contains, rule.xpath)
         if marker:
             return rule.kind, marker
+    return answer_block(spec, status, url)
+
+
+def answer_block(spec: EngineSpec, status: int, url: str) -> tuple[Outcome, str] | None:
+    """The block the response's status or final URL says, whatever its body holds."""
+    for rule in spec.blocks:
         if status in rule.status and not rule.body_contains:
             return rule.kind, f"HTTP {status}"
         for part in rule.url_contains:

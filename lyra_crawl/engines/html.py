@@ -28,13 +28,43 @@ from lyra_crawl.engines.urls import is_web_url, unwrap_redirect
 _NUMBER_RE = re.compile(r"[0-9]{1,9}")
 # Input types a form post leaves out (only the button pressed would be sent).
 _BUTTONS = ("submit", "button", "image")
+# What may follow a tag's name: its attributes, its end, or a self-closing slash.
+_TAG_ENDS = (b" ", b"\t", b"\n", b"\r", b"\f", b"/", b">")
 
 
-def page_selector(body: bytes) -> Selector | None:
-    """The page as a Selector, or None when there is nothing to parse."""
+def page_selector(body: bytes, encoding: str | None = None) -> Selector | None:
+    """The page as a Selector, or None when there is nothing to parse.
+
+    `encoding` is the charset of the page `body` was cut from, when it is only a part of it.
+    """
     if not body or body.isspace():
         return None
-    return Selector(body=body, encoding=page_encoding(body), type="html")
+    return Selector(body=body, encoding=encoding or page_encoding(body), type="html")
+
+
+def results_region(spec: EngineSpec, body: bytes) -> bytes | None:
+    """The bytes from the start tag of the engine's `results_within` element to its last end
+    tag, or None when the engine names none or the page lacks it.
+
+    libxml2's cost grows with the elements it builds: Ecosia's 451 kB page takes 1.9 ms whole
+    and 1.2 ms from its <main> alone, which holds every result and the pager.
+    """
+    if spec.results_within is None:
+        return None
+    name = spec.results_within.encode()
+    start = _tag_at(body, b"<" + name)
+    end = _tag_at(body, b"</" + name, last=True)
+    if start < 0 or end <= start:
+        return None
+    return body[start:end]
+
+
+def _tag_at(body: bytes, tag: bytes, *, last: bool = False) -> int:
+    """Where `tag` first (or, with `last`, last) stands as a whole tag name; -1 if nowhere."""
+    at = body.rfind(tag) if last else body.find(tag)
+    while at >= 0 and body[at + len(tag) : at + len(tag) + 1] not in _TAG_ENDS:
+        at = body.rfind(tag, 0, at) if last else body.find(tag, at + 1)
+    return at
 
 
 def page_encoding(body: bytes) -> str:

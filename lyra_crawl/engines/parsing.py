@@ -1,8 +1,11 @@
 """Parse one fetched page into results plus its outcome: the single entry point. Pure.
 
 HTML engines are read by their XPath rules (html.py); API engines by the module their spec's
-`parser` names. Either way the outcome is decided here, in one order: block markers, HTTP
+`parser` names. Either way the outcome is decided here. An API answer: block markers, HTTP
 errors, error documents, a page number other than the one asked for, then results or empty.
+An HTML page: HTTP errors, then its results, which only its status or a block URL overrule (a
+snippet may quote a block page's words); a page without results is a block by its markers,
+else the engine's no-results page (empty), else layout_changed.
 Every result is vetted here too, whatever family found it: one that is no web URL, has no
 title, or whose URL or title is too long to be real is dropped and counted by reason.
 """
@@ -26,7 +29,7 @@ from lyra_crawl.engines import (
     semantic_scholar,
 )
 from lyra_crawl.engines.base import Extracted, Outcome, ParseResult, SerpResult
-from lyra_crawl.engines.blocks import detect_block, found_marker
+from lyra_crawl.engines.blocks import answer_block, detect_block, found_marker
 from lyra_crawl.engines.request import ensure_engine_host
 from lyra_crawl.engines.urls import is_web_url
 
@@ -54,12 +57,11 @@ def parse_page(
     spec: EngineSpec, body: bytes, page_number: int, *, status: int = 200, url: str = ""
 ) -> ParseResult:
     """Turn one fetched page into results plus its outcome."""
-    page = html.page_selector(body) if spec.family == "html" else None
-    block = detect_block(spec, body, status, url, page)
+    if spec.family == "html":
+        return _parse_html(spec, body, page_number, status, url)
+    block = detect_block(spec, body, status, url)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
-    if spec.family == "html":
-        return _parse_html(spec, page, page_number, status)
     try:
         found = HOOKS[spec.parser or ""](spec, body, page_number, url)
     except SHAPE_ERRORS as exc:
@@ -73,14 +75,41 @@ def parse_page(
 
 
 def _parse_html(
-    spec: EngineSpec, page: Selector | None, page_number: int, status: int
+    spec: EngineSpec, body: bytes, page_number: int, status: int, url: str
 ) -> ParseResult:
-    if status >= 400:
-        return ParseResult(outcome=Outcome.ERROR, detail=f"HTTP {status}")
-    if page is None:
-        return ParseResult(outcome=Outcome.ERROR, detail="empty body")
+    """An HTML page, read from the engine's results region when that holds results.
+
+    Any other outcome is decided on the whole page, so a block, the engine's no-results page
+    or a changed layout reads as it would without the region.
+    """
+    region = html.results_region(spec, body)
+    if region is not None:
+        page = html.page_selector(region, html.page_encoding(body))
+        within = _read_html(spec, body, page, page_number, status, url)
+        if within.outcome is Outcome.OK:
+            return within
+    return _read_html(spec, body, html.page_selector(body), page_number, status, url)
+
+
+def _read_html(
+    spec: EngineSpec, body: bytes, page: Selector | None, page_number: int, status: int, url: str
+) -> ParseResult:
+    if page is None or status >= 400:
+        block = detect_block(spec, body, status, url, page)
+        if block is not None:
+            return ParseResult(outcome=block[0], detail=block[1])
+        detail = "empty body" if page is None else f"HTTP {status}"
+        return ParseResult(outcome=Outcome.ERROR, detail=detail)
     found = html.extract(spec, page, page_number)
     result = _judge(spec, found, page_number)
+    if result.outcome is Outcome.OK:
+        # Results in the engine's own containers are the engine answering: block text among
+        # them is a snippet about CAPTCHAs, not a CAPTCHA. Only the status or URL still decide.
+        block = answer_block(spec, status, url)
+    else:
+        block = detect_block(spec, body, status, url, page)
+    if block is not None:
+        return ParseResult(outcome=block[0], detail=block[1])
     if result.outcome is Outcome.EMPTY:
         return _without_results(spec, page, found, result)
     return result
