@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -68,6 +69,15 @@ def start_simulator(tmp_path: Path) -> Iterator[Any]:
 @pytest.fixture
 def simulator(start_simulator: Any) -> Simulator:
     return start_simulator()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[int]:
+    """A loopback port that refuses connections, which no server can take during the test: a
+    socket bound there that never listens."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        yield holder.getsockname()[1]
 
 
 @pytest.fixture

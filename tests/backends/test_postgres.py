@@ -13,7 +13,6 @@ from lyra_crawl.backends.records import BackendError
 from tests.backends.test_coordination import numbered_batch, run_together
 from tests.backends.test_store import postgres_store, record
 from tests.conftest import in_own_loop, run_scrapy, scrapy_env
-from tests.scrapyd_server import free_port
 from tests.servers.postgres import PASSWORD
 
 
@@ -97,8 +96,10 @@ def test_a_lost_server_is_a_backend_error_naming_the_url_without_its_password(
     assert PASSWORD not in message
 
 
-def test_an_unreachable_server_at_open_names_the_url_and_the_fix_without_the_password(tmp_path):
-    url = f"postgresql://lyra:{PASSWORD}@127.0.0.1:{free_port()}/lyra"
+def test_an_unreachable_server_at_open_names_the_url_and_the_fix_without_the_password(
+    tmp_path, refused_port
+):
+    url = f"postgresql://lyra:{PASSWORD}@127.0.0.1:{refused_port}/lyra"
 
     with pytest.raises(BackendError) as raised:
         in_own_loop(open_backends(urls_from_settings(postgres_store(url, tmp_path).settings)))
@@ -110,9 +111,9 @@ def test_an_unreachable_server_at_open_names_the_url_and_the_fix_without_the_pas
 
 
 def test_a_crawl_with_postgresql_unreachable_prints_one_error_and_sends_nothing(
-    simulator, tmp_path
+    simulator, tmp_path, refused_port
 ):
-    url = f"postgresql://lyra:{PASSWORD}@127.0.0.1:{free_port()}/lyra"
+    url = f"postgresql://lyra:{PASSWORD}@127.0.0.1:{refused_port}/lyra"
     env = {
         **scrapy_env(simulator, tmp_path / "unused.sqlite3"),
         "LYRA_DB_PATH": "",

@@ -23,16 +23,16 @@ CRAWL = ["crawl", "serp", "-a", "engine=mojeek", "-a", "strategy=fixed", "-a", "
 
 @pytest.mark.e2e
 def test_an_unreachable_redis_at_start_is_one_error_line_without_the_password(
-    simulator, db_path, redis_server: RedisServer
+    simulator, db_path, refused_port: int
 ):
-    url = f"redis://:{PASSWORD}@127.0.0.1:{redis_server.port + 1}/0"  # nothing listens there
+    url = f"redis://:{PASSWORD}@127.0.0.1:{refused_port}/0"
     env = {**scrapy_env(simulator, db_path), "LYRA_COORDINATION_URL": url}
 
     result = run_scrapy(*CRAWL, "-a", "query=x", env=env)
 
     assert result.returncode == 2, result.stderr[-3000:]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    shown = f"redis://:***@127.0.0.1:{redis_server.port + 1}/0"
+    shown = f"redis://:***@127.0.0.1:{refused_port}/0"
     assert errors == [
         f"error: LYRA_COORDINATION_URL {shown} is unreachable (Connection refused): "
         "start Redis there or fix the URL"
