@@ -107,14 +107,13 @@ class Command(ScrapyCommand):
         if opts.scrapyd is not None and not scrapyd_urls(opts.scrapyd):
             raise UsageError("--scrapyd needs a URL, or several separated by commas")
         try:
-            batch = load_batch(args[0], load_config(self.settings.get("LYRA_CONFIG_DIR")))
-            record = run_sync(self._record(args[0], batch))
+            record, rejected = self._read_and_record(args[0])
         except (BatchError, ConfigError, BackendError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_BAD_INPUT
             return
-        for rejected in batch.rejected:
-            print(f"error: {rejected.message}", file=sys.stderr)
+        for message in rejected:
+            print(f"error: {message}", file=sys.stderr)
         try:
             if opts.scrapyd:
                 self._crawl_on_scrapyd(record, opts)
@@ -127,6 +126,12 @@ class Command(ScrapyCommand):
         entries = run_sync(self._entries(record.id))
         print("\n".join(summary_lines(entries)))
         self.exitcode = 0 if all(entry.state == "done" for entry in entries) else EXIT_FAILED
+
+    def _read_and_record(self, path: str) -> tuple[BatchRecord, list[str]]:
+        """The batch file's record and what it says of each entry it rejected. The file's
+        entries are not kept: the crawl takes them from the store, so memory stays flat."""
+        batch = load_batch(path, load_config(self.settings.get("LYRA_CONFIG_DIR")))
+        return run_sync(self._record(path, batch)), [entry.message for entry in batch.rejected]
 
     async def _record(self, path: str, batch: Batch) -> BatchRecord:
         """The unfinished batch of this file to continue, or a new one with its entries."""
