@@ -79,29 +79,21 @@ def _parse_html(
 ) -> ParseResult:
     """An HTML page, read from the engine's results region when that holds results.
 
-    Any other outcome is decided on the whole page, so a block, the engine's no-results page
-    or a changed layout reads as it would without the region.
+    Only results are taken from the region: any other outcome is decided on the whole page,
+    so a block, the engine's no-results page or a changed layout reads as without it.
     """
+    if status >= 400:
+        return _without_page(spec, body, status, url, html.page_selector(body))
     region = html.results_region(spec, body)
-    if region is not None:
-        page = html.page_selector(region, html.page_encoding(body))
-        within = _read_html(spec, body, page, page_number, status, url)
-        if within.outcome is Outcome.OK:
-            return within
-    return _read_html(spec, body, html.page_selector(body), page_number, status, url)
-
-
-def _read_html(
-    spec: EngineSpec, body: bytes, page: Selector | None, page_number: int, status: int, url: str
-) -> ParseResult:
-    if page is None or status >= 400:
-        block = detect_block(spec, body, status, url, page)
-        if block is not None:
-            return ParseResult(outcome=block[0], detail=block[1])
-        detail = "empty body" if page is None else f"HTTP {status}"
-        return ParseResult(outcome=Outcome.ERROR, detail=detail)
-    found = html.extract(spec, page, page_number)
-    result = _judge(spec, found, page_number)
+    page = html.page_selector(region, html.page_encoding(body)) if region else None
+    found = html.extract(spec, page, page_number) if page is not None else None
+    result = _judge(spec, found, page_number) if found is not None else None
+    if result is None or result.outcome is not Outcome.OK:
+        page = html.page_selector(body)
+        if page is None:
+            return _without_page(spec, body, status, url, page)
+        found = html.extract(spec, page, page_number)
+        result = _judge(spec, found, page_number)
     if result.outcome is Outcome.OK:
         # Results in the engine's own containers are the engine answering: block text among
         # them is a snippet about CAPTCHAs, not a CAPTCHA. Only the status or URL still decide.
@@ -113,6 +105,17 @@ def _read_html(
     if result.outcome is Outcome.EMPTY:
         return _without_results(spec, page, found, result)
     return result
+
+
+def _without_page(
+    spec: EngineSpec, body: bytes, status: int, url: str, page: Selector | None
+) -> ParseResult:
+    """An HTTP error or an empty body: a block when its markers, status or URL say so."""
+    block = detect_block(spec, body, status, url, page)
+    if block is not None:
+        return ParseResult(outcome=block[0], detail=block[1])
+    detail = "empty body" if page is None else f"HTTP {status}"
+    return ParseResult(outcome=Outcome.ERROR, detail=detail)
 
 
 def _without_results(
