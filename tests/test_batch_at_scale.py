@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.backends.records import PageRecord, QueryRecord
-from lyra_crawl.batch.files import entry_specs, parse_batch
+from lyra_crawl.backends.records import BatchEntry, PageRecord, QueryRecord
+from lyra_crawl.batch.files import SUMMARY_ENTRIES, entry_specs, parse_batch, summary_lines
 from lyra_crawl.config import load_config
 from tests.conftest import (
     edited_config,
@@ -219,6 +219,37 @@ def test_a_ten_thousand_entry_file_is_recorded_and_queued_in_order(tmp_path):
         tmp_path / "lyra.sqlite3", "SELECT state, COUNT(*) AS n FROM batch_entries GROUP BY state"
     )
     assert {c["state"]: c["n"] for c in counts} == {"pending": 9_950, "running": 50}
+
+
+def test_a_large_batch_ends_with_its_counts_and_the_entries_that_did_not_succeed():
+    states = {7: ("failed", "query 7 failed"), 12: ("rejected", "bad"), 30: ("running", "")}
+
+    def entry(n: int) -> BatchEntry:
+        state, detail = states.get(n, ("done", "cached" if n % 1000 == 0 else ""))
+        return BatchEntry(n, 3, n, f"query {n}", {}, state, detail=detail)
+
+    entries = [entry(n) for n in range(10_000, 0, -1)]
+    small = summary_lines(sorted(entries, key=lambda e: e.position)[:SUMMARY_ENTRIES], 3)
+    assert [line.split(":")[0] for line in small[:-1]] == [
+        f"entry {n} 'query {n}'" for n in range(1, SUMMARY_ENTRIES + 1)
+    ]
+    assert small[-1] == f"{SUMMARY_ENTRIES - 2} of {SUMMARY_ENTRIES} entries succeeded"
+
+    lines = summary_lines(entries, 3)
+    assert lines == [
+        "9987 finished, 10 cached, 1 failed, 1 rejected, 1 not run",
+        "entry 7 'query 7': failed (no query): query 7 failed",
+        "entry 12 'query 12': rejected (no query): bad",
+        "entry 30 'query 30': not run (no query)",
+        "9997 of 10000 entries succeeded",
+    ]
+    failing = [BatchEntry(n, 3, n, f"q{n}", {}, "failed") for n in range(1, 101)]
+    lines = summary_lines(failing, 3)
+    assert len(lines) == 1 + SUMMARY_ENTRIES + 2
+    assert (
+        lines[-2]
+        == f"… and {100 - SUMMARY_ENTRIES} more that did not succeed: scrapy report --batch 3"
+    )
 
 
 @pytest.mark.e2e

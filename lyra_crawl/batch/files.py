@@ -17,6 +17,7 @@ at all raises BatchError.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,11 @@ BATCH_OPTIONS = (
 LIST_OPTIONS = frozenset({"sources"})
 # Outcomes that count as success; every other one makes the batch fail.
 SUCCEEDED = frozenset({"finished", "cached"})
+# entry_status's words, in the order a summary counts them.
+_STATUSES = ("finished", "cached", "failed", "rejected", "not run")
+# A batch of at most this many entries ends with a line per entry; a larger one with the
+# entries that did not succeed, at most this many of them.
+SUMMARY_ENTRIES = 20
 # The detail of an entry answered by a fresh cache entry when the batch was recorded.
 CACHED = "cached"
 
@@ -197,15 +203,36 @@ def entry_status(entry: StoredEntry) -> str:
     return "not run"
 
 
-def summary_lines(entries: Sequence[StoredEntry]) -> list[str]:
-    lines = []
-    for entry in sorted(entries, key=lambda e: e.position):
-        query_id = f"query {entry.query_id}" if entry.query_id is not None else "no query"
-        detail = f": {entry.detail}" if entry.detail and entry.detail != CACHED else ""
-        lines.append(
-            f"entry {entry.position} {entry.query_text!r}: {entry_status(entry)} ({query_id})"
-            f"{detail}"
-        )
-    succeeded = sum(entry_status(entry) in SUCCEEDED for entry in entries)
-    lines.append(f"{succeeded} of {len(entries)} entries succeeded")
+def summary_lines(entries: Sequence[StoredEntry], batch_id: int) -> list[str]:
+    """What `scrapy batch` prints when the batch ends: each entry's outcome for a batch of at
+    most SUMMARY_ENTRIES; else the entries by outcome and those that did not succeed (the
+    first SUMMARY_ENTRIES of them), so a 10,000-entry batch ends in a screenful."""
+    ordered = sorted(entries, key=lambda e: e.position)
+    statuses = [entry_status(entry) for entry in ordered]
+    if len(ordered) <= SUMMARY_ENTRIES:
+        lines = [
+            _entry_line(entry, status) for entry, status in zip(ordered, statuses, strict=True)
+        ]
+    else:
+        counts = Counter(statuses)
+        lines = [", ".join(f"{counts[status]} {status}" for status in _STATUSES if counts[status])]
+        unsuccessful = [
+            (entry, status)
+            for entry, status in zip(ordered, statuses, strict=True)
+            if status not in SUCCEEDED
+        ]
+        lines += [_entry_line(entry, status) for entry, status in unsuccessful[:SUMMARY_ENTRIES]]
+        if len(unsuccessful) > SUMMARY_ENTRIES:
+            lines.append(
+                f"… and {len(unsuccessful) - SUMMARY_ENTRIES} more that did not succeed:"
+                f" scrapy report --batch {batch_id}"
+            )
+    succeeded = sum(status in SUCCEEDED for status in statuses)
+    lines.append(f"{succeeded} of {len(ordered)} entries succeeded")
     return lines
+
+
+def _entry_line(entry: StoredEntry, status: str) -> str:
+    query_id = f"query {entry.query_id}" if entry.query_id is not None else "no query"
+    detail = f": {entry.detail}" if entry.detail and entry.detail != CACHED else ""
+    return f"entry {entry.position} {entry.query_text!r}: {status} ({query_id}){detail}"

@@ -124,7 +124,7 @@ class Command(ScrapyCommand):
             self.exitcode = EXIT_FAILED
             return
         entries = run_sync(self._entries(record.id))
-        print("\n".join(summary_lines(entries)))
+        print("\n".join(summary_lines(entries, record.id)))
         self.exitcode = 0 if all(entry.state == "done" for entry in entries) else EXIT_FAILED
 
     def _read_and_record(self, path: str) -> tuple[BatchRecord, list[str]]:
