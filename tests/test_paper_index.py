@@ -104,6 +104,17 @@ def test_stored_papers_join_each_other_only_through_a_query_paper() -> None:
     assert matched([paper(serp(year=2019))], stored) == [Match((0,), (1, 2))]
 
 
+def test_a_title_two_stored_papers_spell_apart_bridges_them_when_a_query_paper_brings_it() -> None:
+    # Stored titles are scored only against the query's: the stored paper spelt "Netwrks" is
+    # scored against the other stored title once the query's paper brings that very title.
+    typo = TITLE.replace("Networks", "Netwrks")
+    stored = {1: kept(api(year=2019)), 2: kept(api(title=typo, year=2019))}
+
+    assert matched([paper(serp(year=2019))], stored) == [Match((0,), (1, 2))]
+    assert matched([paper(serp(title=typo, year=2019))], stored) == [Match((0,), (1, 2))]
+    assert matched([paper(serp(year=2012))], stored) == [Match((0,), ())]
+
+
 def test_query_papers_are_not_merged_with_each_other_again() -> None:
     # The crawl kept them apart; no stored paper bridges them, so they stay two papers.
     first, second = paper(api(year=2019)), paper(api(title=TITLE + ".", year=2019))

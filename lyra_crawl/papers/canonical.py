@@ -296,6 +296,7 @@ class _Title:
     qualifier: tuple[str, frozenset[str]]  # notice kind and part numbers; must be equal to merge
     groups: list[int] = field(default_factory=list)  # one record per paper seen with this title
     links: list[_Link] = field(default_factory=list)  # itself included
+    sides: int = 0  # the side bits of the groups seen with it (an index with sides)
 
 
 class CanonicalPaperIndex:
@@ -422,11 +423,11 @@ class CanonicalPaperIndex:
                 self._union(index, first)
         title = prepared.normalized_title
         if title and not self._generic(title):
-            self._merge_by_title(index, title)
+            self._merge_by_title(index, title, side)
         return self._find(index)
 
-    def _merge_by_title(self, index: int, normalized_title: str) -> None:
-        title = self._titles[self._title_id(normalized_title)]
+    def _merge_by_title(self, index: int, normalized_title: str, side: int) -> None:
+        title = self._titles[self._title_id(normalized_title, side)]
         for link in title.links:
             neighbour = self._titles[link.other]
             # Evidence lives on groups, so one record per group is enough; compacting here keeps
@@ -442,25 +443,43 @@ class CanonicalPaperIndex:
                     self._union(own, other)
         title.groups.append(index)
 
-    def _title_id(self, normalized_title: str) -> int:
-        """Id of a distinct title; a new title is scored against the earlier ones it blocks with."""
+    def _title_id(self, normalized_title: str, side: int = 0) -> int:
+        """Id of a distinct title; a new title is scored against the earlier ones it blocks with.
+
+        In an index with sides, titles are scored only against those of the other side, as
+        only groups of two sides join by their titles: a title first seen on one side is
+        scored against the other side's titles when a group of that side brings it again.
+        """
         title_id = self._title_ids.get(normalized_title)
-        if title_id is not None:
-            return title_id
-        title_id = len(self._titles)
-        words = tuple(normalized_title.split())
-        title = _Title(normalized_title, words, _qualifier(normalized_title))
-        title.links.append(_Link(title_id))
-        self._title_ids[normalized_title] = title_id
-        self._titles.append(title)
+        if title_id is None:
+            title_id = len(self._titles)
+            words = tuple(normalized_title.split())
+            title = _Title(normalized_title, words, _qualifier(normalized_title), sides=side)
+            title.links.append(_Link(title_id))
+            self._title_ids[normalized_title] = title_id
+            self._titles.append(title)
+            for block in self._link_title(title_id, side):
+                if len(block) < BLOCK_LIMIT:
+                    block.append(title_id)
+        elif side and not self._titles[title_id].sides & side:
+            self._titles[title_id].sides |= side
+            self._link_title(title_id, side)
+        return title_id
+
+    def _link_title(self, title_id: int, side: int) -> list[list[int]]:
+        """Link a title with the titles of its blocks it may merge with (those of the other
+        side only, with a side); returns its blocks."""
+        title = self._titles[title_id]
+        words = title.words
         word_keys, edge_keys = _block_keys(words)
         # A full block is made of common words and would compare this title with a share of the
         # index; the title's rarer keys find its near duplicates instead.
         word_blocks = [self._blocks.setdefault(key, []) for key in word_keys]
         edge_blocks = [self._blocks.setdefault(key, []) for key in edge_keys]
-        edge_candidates = self._candidates(edge_blocks, title.qualifier)
+        other_side = _BOTH_SIDES & ~side if side else 0
+        edge_candidates = self._candidates(edge_blocks, title, other_side)
         candidates = list(
-            dict.fromkeys(self._candidates(word_blocks, title.qualifier) + edge_candidates)
+            dict.fromkeys(self._candidates(word_blocks, title, other_side) + edge_candidates)
         )
         if candidates:
             similar = self._similar(title, candidates)
@@ -471,10 +490,7 @@ class CanonicalPaperIndex:
                 if link is not None:
                     title.links.append(link)
                     self._titles[other].links.append(link.reverse(title_id))
-        for block in word_blocks + edge_blocks:
-            if len(block) < BLOCK_LIMIT:
-                block.append(title_id)
-        return title_id
+        return word_blocks + edge_blocks
 
     def _similar(self, title: _Title, candidates: list[int]) -> list[int]:
         """Candidates whose text scores at least the threshold.
@@ -587,12 +603,19 @@ class CanonicalPaperIndex:
         words = set(extra) - _STOPWORDS - self._venue_words
         return {word for word in words if len(word) > 1 and word.isalpha()}
 
-    def _candidates(
-        self, blocks: list[list[int]], qualifier: tuple[str, frozenset[str]]
-    ) -> list[int]:
-        """Distinct titles in blocks that are not full, with the same qualifier."""
+    def _candidates(self, blocks: list[list[int]], title: _Title, other_side: int) -> list[int]:
+        """Distinct titles in blocks that are not full, with the same qualifier, not linked with
+        `title` yet; with `other_side`, only titles seen on that side."""
+        titles = self._titles
         seen = dict.fromkeys(c for block in blocks if len(block) < BLOCK_LIMIT for c in block)
-        return [c for c in seen if self._titles[c].qualifier == qualifier]
+        linked = {link.other for link in title.links}
+        return [
+            c
+            for c in seen
+            if titles[c].qualifier == title.qualifier
+            and c not in linked
+            and (not other_side or titles[c].sides & other_side)
+        ]
 
     def _corroborated(self, a: int, b: int, link: _Link) -> bool:
         """Whether two groups with linked titles are one paper by their other evidence.
