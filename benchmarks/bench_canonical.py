@@ -27,7 +27,11 @@ Run as ``python benchmarks/bench_canonical.py [shared_dir]`` (default ``../share
   the papers the store links the records to (``store_synthetic_f1_100k``) and the ratio to the
   in-memory time (``store_over_memory_100k``). Storing the items the papers link is outside
   the time, as it is outside a query's close. DBLP-ACM goes through the store too, DBLP as one
-  query and ACM as another (``dblp_acm_store_f1_year_tolerance_1``).
+  query and ACM as another (``dblp_acm_store_f1_year_tolerance_1``);
+* ``task_save_ms_first_100``, ``task_save_ms_last_100``: the same merge and save per query for
+  the first and the last 100 of 1,000 numbered queries of one task on the simulator's corpus,
+  whose titles are alike (``_task_saves``), and their ratio (``task_save_growth_1000``): what a
+  save costs as the store fills with papers like its own.
 
 Times are CPU seconds of this process (``time.process_time``, every thread: the SQLite worker
 as well): the merge is single-threaded, and CPU time stays comparable when other jobs share the
@@ -58,12 +62,17 @@ from lyra_crawl.config import PapersPolicy
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
 from lyra_crawl.results import result_fields
+from lyra_crawl.simulator.corpus import CorpusShape, page_results
 
 NOISY_DEV_SET = (
     pathlib.Path(__file__).resolve().parents[1] / "tests/data/er/dirty_dblp_acm_test_head.txt"
 )
 SYNTHETIC_SIZES = (10_000, 50_000, 100_000)
 STORE_QUERIES = 100
+# A task's numbered queries, whose results' titles are alike (`_task_saves`).
+TASK = "coastal flood risk query"
+TASK_QUERIES = 1000
+TASK_SAVED = 100
 SEED = 20240521
 _API_SOURCES = ("semantic_scholar", "openalex", "crossref", "arxiv", "pubmed")
 _SERP_SOURCES = ("serp:duckduckgo", "serp:bing", "serp:google")
@@ -90,23 +99,51 @@ def run(shared_dir: pathlib.Path) -> dict[str, float]:
     records, truth = synthetic_records(SYNTHETIC_SIZES[-1], seed=SEED)
     size = len(records) // STORE_QUERIES
     seconds, papers = _through_store([records[n : n + size] for n in range(0, len(records), size)])
-    figures["merge_seconds_100k"] = seconds
+    figures["merge_seconds_100k"] = sum(seconds)
     figures["store_synthetic_f1_100k"] = _pair_f1(truth, papers)
-    figures["store_over_memory_100k"] = seconds / figures["memory_merge_seconds_100k"]
-    return figures
+    figures["store_over_memory_100k"] = sum(seconds) / figures["memory_merge_seconds_100k"]
+    return figures | _task_saves()
 
 
-def _through_store(queries: list[list[PaperRecord]]) -> tuple[float, list[int]]:
+def _task_saves() -> dict[str, float]:
+    """Milliseconds a query's papers take to merge and save, for the first and the last
+    TASK_SAVED queries of TASK_QUERIES: the queries of one task, numbered as a batch made from
+    a template is, each the simulator's 3 pages of 10 results (those with a DOI, as the crawl
+    merges them), so that titles alike pile up in the store query after query."""
+    queries = [
+        [
+            PaperRecord(
+                source="mojeek", kind="serp", url=result.url, title=result.title, doi=result.doi
+            )
+            for page in (1, 2, 3)
+            for result in page_results(f"{TASK} {n}", page, 10, CorpusShape())
+            if result.doi
+        ]
+        for n in range(TASK_QUERIES)
+    ]
+    seconds, _ = _through_store(queries)
+    first = 1000 * sum(seconds[:TASK_SAVED]) / TASK_SAVED
+    last = 1000 * sum(seconds[-TASK_SAVED:]) / TASK_SAVED
+    return {
+        "task_save_ms_first_100": first,
+        "task_save_ms_last_100": last,
+        "task_save_growth_1000": last / first,
+    }
+
+
+def _through_store(queries: list[list[PaperRecord]]) -> tuple[list[float], list[int]]:
     """CPU seconds of merging each query's records, query after query, into a new SQLite
-    store, and the paper row each record is linked to, in order."""
+    store (one figure a query), and the paper row each record is linked to, in order."""
     with tempfile.TemporaryDirectory() as folder:
         settings = {"LYRA_DB_URL": sqlite_url(pathlib.Path(folder) / "bench.sqlite3")}
         return asyncio.run(with_backends(settings, lambda backends: _save(backends, queries)))
 
 
-async def _save(backends: Backends, queries: list[list[PaperRecord]]) -> tuple[float, list[int]]:
+async def _save(
+    backends: Backends, queries: list[list[PaperRecord]]
+) -> tuple[list[float], list[int]]:
     store = backends.store
-    seconds = 0.0
+    seconds = []
     query_ids = []
     first = 0
     # A record's URL is its place among all records, so the links are read back in order.
@@ -130,7 +167,7 @@ async def _save(backends: Backends, queries: list[list[PaperRecord]]) -> tuple[f
         await store.save_papers(
             query_id, papers, {}, {}, min_abstract_chars=PapersPolicy().min_abstract_chars
         )
-        seconds += time.process_time() - started
+        seconds.append(time.process_time() - started)
     linked = {
         item.normalized_url: item.paper_id or 0
         for query_id in query_ids
