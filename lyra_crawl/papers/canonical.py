@@ -604,17 +604,18 @@ class CanonicalPaperIndex:
         return {word for word in words if len(word) > 1 and word.isalpha()}
 
     def _candidates(self, blocks: list[list[int]], title: _Title, other_side: int) -> list[int]:
-        """Distinct titles in blocks that are not full, with the same qualifier, not linked with
-        `title` yet; with `other_side`, only titles seen on that side."""
+        """Distinct titles in blocks that are not full, with `title`'s qualifier; with
+        `other_side`, only those seen on that side and not linked with `title` yet."""
         titles = self._titles
         seen = dict.fromkeys(c for block in blocks if len(block) < BLOCK_LIMIT for c in block)
+        qualifier = title.qualifier
+        if not other_side:
+            return [c for c in seen if titles[c].qualifier == qualifier]
         linked = {link.other for link in title.links}
         return [
             c
             for c in seen
-            if titles[c].qualifier == title.qualifier
-            and c not in linked
-            and (not other_side or titles[c].sides & other_side)
+            if titles[c].sides & other_side and titles[c].qualifier == qualifier and c not in linked
         ]
 
     def _corroborated(self, a: int, b: int, link: _Link) -> bool:
