@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.batch.files import BatchError, load_batch, parse_batch
+from lyra_crawl.batch.files import BatchError, entry_specs, load_batch, parse_batch
 from lyra_crawl.batch.scrapyd import job_settings
 from lyra_crawl.config import load_config
 from lyra_crawl.query.cache_key import cache_key
@@ -112,6 +112,10 @@ def test_bad_entries_are_rejected_with_their_position_and_the_rest_kept(config):
     assert "query is required" in messages[3]
     assert "unknown option 'colour'" in messages[4]
     assert "sources must be a list of names" in messages[5]
+    # The store keeps the problem alone: its row already says which entry of which batch.
+    stored = {spec.position: spec.rejected for spec in entry_specs(batch)}
+    assert stored[2].startswith("serp_max_pages must be a whole number")
+    assert stored[1] == ""
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,13 @@ class FileEntry:
 class RejectedEntry:
     position: int
     query: str
-    message: str
+    # What is wrong with it and the fix; `message` says where too.
+    problem: str
+    filename: str
+
+    @property
+    def message(self) -> str:
+        return f"{self.filename}: entry {self.position}: {self.problem}"
 
 
 @dataclass(frozen=True)
@@ -120,8 +126,7 @@ def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") 
         try:
             entries.append(_entry(position, node, defaults, config))
         except ArgumentError as exc:
-            message = f"{filename}: entry {position}: {exc}"
-            rejected.append(RejectedEntry(position, _query_text(node), message))
+            rejected.append(RejectedEntry(position, _query_text(node), str(exc), filename))
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Batch(entries=entries, rejected=rejected, content_hash=digest)
 
@@ -187,9 +192,10 @@ def entry_cache_key(arguments: CrawlArguments) -> str | None:
 
 
 def entry_specs(batch: Batch) -> list[EntrySpec]:
-    """The batch's entries as the store records them, rejected ones with their message."""
+    """The batch's entries as the store records them, rejected ones with their problem (the
+    entry's row says which entry of which batch it is)."""
     specs = [EntrySpec(e.position, e.query, dict(e.spider_args)) for e in batch.entries]
-    specs += [EntrySpec(r.position, r.query, {}, rejected=r.message) for r in batch.rejected]
+    specs += [EntrySpec(r.position, r.query, {}, rejected=r.problem) for r in batch.rejected]
     return sorted(specs, key=lambda spec: spec.position)
 
 
