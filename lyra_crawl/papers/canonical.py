@@ -338,6 +338,7 @@ class CanonicalPaperIndex:
 
         With a side (a store's index: its stored papers, then a query's new ones), the title
         rules never join two groups of one side: groups join only through a group of the other.
+        An index with sides takes every group with one (`add` and `add_many` give none).
         """
         bits = _SIDE_BITS[side] if side else 0
         keys = []
