@@ -247,8 +247,8 @@ def test_a_large_batch_ends_with_its_counts_and_the_entries_that_did_not_succeed
     lines = summary_lines(failing, 3)
     assert len(lines) == 1 + SUMMARY_ENTRIES + 2
     assert (
-        lines[-2]
-        == f"… and {100 - SUMMARY_ENTRIES} more that did not succeed: scrapy report --batch 3"
+        lines[-2] == f"… and {100 - SUMMARY_ENTRIES} more that did not succeed"
+        " (each entry's state and why: table batch_entries, batch_id 3)"
     )
 
 

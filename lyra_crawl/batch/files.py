@@ -230,8 +230,8 @@ def summary_lines(entries: Sequence[StoredEntry], batch_id: int) -> list[str]:
         lines += [_entry_line(entry, status) for entry, status in unsuccessful[:SUMMARY_ENTRIES]]
         if len(unsuccessful) > SUMMARY_ENTRIES:
             lines.append(
-                f"… and {len(unsuccessful) - SUMMARY_ENTRIES} more that did not succeed:"
-                f" scrapy report --batch {batch_id}"
+                f"… and {len(unsuccessful) - SUMMARY_ENTRIES} more that did not succeed"
+                f" (each entry's state and why: table batch_entries, batch_id {batch_id})"
             )
     succeeded = sum(status in SUCCEEDED for status in statuses)
     lines.append(f"{succeeded} of {len(ordered)} entries succeeded")
