@@ -77,7 +77,9 @@ class SqliteDatabase:
             conn.row_factory = sqlite3.Row
             self._conn = conn
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            # Turning WAL on takes the file whole; SQLite's busy handler is not asked then, so
+            # processes opening a new file at once would get "database is locked".
+            self._when_unlocked(conn, "PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             self._apply_schema(conn)
@@ -160,12 +162,17 @@ class SqliteDatabase:
         process holds the lock for a fraction of a millisecond per page and takes it again
         at once: two crawls on one file spent a third of their time asleep in it.
         """
+        self._when_unlocked(conn, "BEGIN IMMEDIATE")
+
+    def _when_unlocked(self, conn: sqlite3.Connection, statement: str) -> None:
+        """Run `statement`, trying again every LOCK_RETRY_S while another connection holds
+        the lock it needs, up to the busy timeout."""
         deadline = time.monotonic() + self._busy_timeout_s
         conn.execute("PRAGMA busy_timeout = 0")
         try:
             while True:
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
+                    conn.execute(statement)
                     return
                 except sqlite3.OperationalError as exc:
                     busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY  # also BUSY_RECOVERY…
