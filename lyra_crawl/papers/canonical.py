@@ -252,6 +252,13 @@ class _Evidence:
         for kind, values in other.ids.items():
             self.ids.setdefault(kind, set()).update(values)
 
+    def ids_agree(self, other: _Evidence) -> bool:
+        """Whether no identifier kind both know has values that disagree."""
+        return all(
+            not self.ids[kind].isdisjoint(other.ids[kind])
+            for kind in self.ids.keys() & other.ids.keys()
+        )
+
     def size(self) -> int:
         return len(self.years) + len(self.surnames) + sum(map(len, self.ids.values()))
 
@@ -329,6 +336,16 @@ class CanonicalPaperIndex:
     def add(self, record: PaperRecord) -> int:
         """Add one record and return the key of the canonical paper it belongs to."""
         return self._add(record, self._prepare(record, normalize_title(record.title)))
+
+    def add_same(self, record: PaperRecord, as_record: int) -> int:
+        """Add a record of the very document the record added at ``as_record`` is (the same
+        URL), joined with its paper unless an identifier of one kind disagrees; returns the key
+        of the paper it belongs to."""
+        self.add(record)
+        index = len(self._records) - 1
+        if self._evidence[self._find(index)].ids_agree(self._evidence[self._find(as_record)]):
+            self._union(index, as_record)
+        return self._find(index)
 
     def add_groups(
         self, groups: Iterable[Iterable[PaperRecord]], *, side: Side | None = None
@@ -632,9 +649,8 @@ class CanonicalPaperIndex:
         subtitles differ in content words unless a shared author confirms).
         """
         first, second = self._evidence[a], self._evidence[b]
-        for kind in first.ids.keys() & second.ids.keys():
-            if first.ids[kind].isdisjoint(second.ids[kind]):
-                return False
+        if not first.ids_agree(second):
+            return False
         cites = bool(link.extra) and self._cites(link.extra, second, link.cited_names)
         other_cites = bool(link.other_extra) and self._cites(
             link.other_extra, first, link.cited_names
