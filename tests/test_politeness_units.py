@@ -9,6 +9,7 @@ import pytest
 from lyra_crawl.config import ConfigError, LyraConfig, load_config, parse_config
 from lyra_crawl.engines.base import BLOCK_OUTCOMES
 from lyra_crawl.politeness.breaker import (
+    NETWORK,
     BreakerState,
     Health,
     admit,
@@ -115,7 +116,8 @@ def test_breaker_opens_on_a_block_and_admits_one_trial_after_the_cooldown():
     assert (opened.state, opened.open_until, opened.trips) == (BreakerState.OPEN, 3700.0, 1)
 
     refused, _ = admit(opened, now=3699.0, owner="a", trial_lease_s=30)
-    assert not refused.allowed
+    assert not refused.allowed and not refused.unreachable
+    assert refused.reason == "breaker is open until 1970-01-01 01:01:40 UTC (captcha)"
     trial, half_open = admit(opened, now=3700.0, owner="a", trial_lease_s=30)
     assert trial.allowed and trial.trial and half_open.state is BreakerState.HALF_OPEN
     second, _ = admit(half_open, now=3701.0, owner="b", trial_lease_s=30)
@@ -125,6 +127,17 @@ def test_breaker_opens_on_a_block_and_admits_one_trial_after_the_cooldown():
 
     closed = record_success(half_open, trial=True)
     assert (closed.state, closed.trips, closed.consecutive_failures) == (BreakerState.CLOSED, 0, 0)
+
+
+def test_a_breaker_opened_on_network_failures_refuses_the_engine_as_unreachable():
+    health = Health("mojeek")
+    for _ in range(POLICY.failure_threshold):
+        health = record_failure(health, POLICY, kind=NETWORK, now=0.0, trial=False)
+
+    refused, _ = admit(health, now=1.0, owner="a", trial_lease_s=30)
+
+    assert not refused.allowed and refused.unreachable
+    assert refused.reason.endswith("UTC (network)")
 
 
 def test_a_failed_trial_doubles_the_cooldown_up_to_the_cap():

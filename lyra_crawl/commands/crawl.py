@@ -4,10 +4,11 @@ A wrong argument, setting, config file or store URL ends the run with one `error
 the problem and the fix, exit status 2, and no request sent: `serp`'s arguments
 (query.arguments.parse_launch); `papers`' task or query, which the store must hold, and its
 daily budget. A crawl closed because the store refused a write mid-crawl (disk full, read-only)
-exits with status 1. A crawl whose source stopped on a page its parse rules no longer read
-(stop reason `layout_changed`) exits 0, like a source stopped by a block: the crawl itself did
-not fail, it kept every page before that one; its one WARNING names the saved page and the fix,
-and `scrapy engines` keeps saying it.
+exits with status 1, and so does a crawl with a query that kept no result because every one of
+its sources failed (unreachable, or error answers after the retries). A crawl whose source
+stopped on a page its parse rules no longer read (stop reason `layout_changed`) exits 0, like a
+source stopped by a block: the crawl itself did not fail, it kept every page before that one;
+its one WARNING names the saved page and the fix, and `scrapy engines` keeps saying it.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from lyra_crawl.query.arguments import (
     parse_papers_budget,
     parse_papers_target,
 )
+from lyra_crawl.session.closing import FAILED_QUERIES
 from lyra_crawl.session.crawl import STORAGE_ERROR
 from lyra_crawl.spiders.papers import PapersSpider
 from lyra_crawl.spiders.serp import SerpSpider
 
 EXIT_BAD_INPUT = 2
 EXIT_STORAGE_FAILED = 1
+EXIT_QUERY_FAILED = 1
 
 
 class Command(ScrapyCrawlCommand):
@@ -62,6 +65,8 @@ class Command(ScrapyCrawlCommand):
         crawler = self._crawler
         if crawler is not None and crawler.stats.get_value("finish_reason") == STORAGE_ERROR:
             self.exitcode = EXIT_STORAGE_FAILED
+        elif crawler is not None and crawler.stats.get_value(FAILED_QUERIES):
+            self.exitcode = EXIT_QUERY_FAILED
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         # Kept to read its close reason: the process has dropped it once the crawl is over.

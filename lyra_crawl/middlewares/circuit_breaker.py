@@ -2,8 +2,9 @@
 
 Each engine's breaker lives in the Coordinator (see lyra_crawl/politeness/breaker.py for the
 state machine); thresholds and cool-downs come from the `breaker:` section of engines.yaml.
-A refused request fails with RequestRefused (stop reason `blocked`), counted under
-`lyra/<engine>/refused/blocked`. Answers are recorded afterwards: a block page (block
+A refused request fails with RequestRefused (stop reason `blocked`; `error` when the breaker
+opened on network failures: the engine is unreachable, not blocking), counted under
+`lyra/<engine>/refused/<stop reason>`. Answers are recorded afterwards: a block page (block
 detection's verdict) or a 5xx / network error is a failure, anything else a success. Once a
 cool-down has passed, one request becomes the half-open trial (`lyra/<engine>/breaker/trial`);
 its answer closes or reopens the breaker.
@@ -54,7 +55,8 @@ class CircuitBreakerMiddleware(EngineMiddleware):
             engine, owner=self.session.owner, trial_lease_s=lease
         )
         if not admission.allowed:
-            raise self.refuse(engine, "blocked", f"{engine}: {admission.reason}")
+            stop_reason = "error" if admission.unreachable else "blocked"
+            raise self.refuse(engine, stop_reason, f"{engine}'s {admission.reason}")
         if admission.trial:
             state.trial = True
             self.count(engine, "breaker/trial")

@@ -154,13 +154,12 @@ class PaginationMiddleware:
         first = query.first_page
         if reason is StopReason.BLOCKED:
             logger.warning(
-                "%s blocked page %d (%s: %s); keeping pages %d..%d",
+                "%s blocked page %d (%s: %s); %s",
                 page.source,
                 page.page_number,
                 page.outcome.value,
                 page.detail,
-                first,
-                page.page_number - 1,
+                kept_pages(first, page.page_number - 1),
             )
         elif reason is StopReason.LAYOUT_CHANGED:
             logger.warning(
@@ -219,27 +218,32 @@ def stop_after_failure(
     first = query.first_page
     message = failure.getErrorMessage()
     if failure.check(BackendError):
-        crawl.backend_failed(failure.value, f"pages {first}..{page_number - 1} of {engine} kept")
+        crawl.backend_failed(failure.value, f"{engine}: {kept_pages(first, page_number - 1)}")
         query.stop(engine, StopReason.ERROR, message)
     elif failure.check(RequestRefused):
         logger.warning(
-            "%s page %d not requested (%s); keeping pages %d..%d",
+            "%s page %d not requested (%s); %s",
             engine,
             page_number,
             message,
-            first,
-            page_number - 1,
+            kept_pages(first, page_number - 1),
         )
         query.stop(engine, failure.value.stop_reason, message)
     else:
         logger.error(
-            "%s page %d could not be fetched (%s); keeping pages %d..%d",
+            "%s page %d could not be fetched (%s); %s",
             engine,
             page_number,
             message,
-            first,
-            page_number - 1,
+            kept_pages(first, page_number - 1),
         )
         crawl.stats.inc_value(f"lyra/{engine}/outcome/network_error")
         query.stop(engine, StopReason.ERROR, message)
     crawl.settle_later(query)
+
+
+def kept_pages(first: int, last: int) -> str:
+    """What a source that stops keeps: its pages `first`..`last` (none when last < first)."""
+    if last < first:
+        return "no page kept"
+    return f"keeping page {first}" if last == first else f"keeping pages {first}..{last}"

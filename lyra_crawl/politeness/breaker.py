@@ -12,6 +12,7 @@ case the process that owns it died). A good trial closes the breaker; a bad one 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from lyra_crawl.config import BreakerPolicy
@@ -40,11 +41,14 @@ class Health:
 
 @dataclass(frozen=True)
 class Admission:
-    """Whether one request may go out; `trial` marks the single half-open request."""
+    """Whether one request may go out; `trial` marks the single half-open request.
+    `unreachable`: refused because the engine's last failures were on the network, not blocks:
+    its source stops on an error rather than a block."""
 
     allowed: bool
     trial: bool = False
     reason: str = ""
+    unreachable: bool = False
 
 
 def admit(
@@ -55,9 +59,11 @@ def admit(
         return Admission(True), health
     until = health.open_until or 0.0
     if refuses_now(health, now):
-        what = "open" if health.state is BreakerState.OPEN else "half-open, trial in flight"
+        what = "is open" if health.state is BreakerState.OPEN else "is half-open, trial in flight"
         return Admission(
-            False, reason=f"breaker {what} until {until:.0f} ({health.last_reason})"
+            False,
+            reason=f"breaker {what} until {_utc(until)} ({health.last_reason})",
+            unreachable=health.last_reason == NETWORK,
         ), health
     trial = replace(
         health, state=BreakerState.HALF_OPEN, open_until=now + trial_lease_s, trial_owner=owner
@@ -108,3 +114,8 @@ def record_failure(
         trips=trips,
         last_reason=kind,
     )
+
+
+def _utc(instant: float) -> str:
+    """A Unix time as people read it: UTC, to the second."""
+    return datetime.fromtimestamp(instant, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

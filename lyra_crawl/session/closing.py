@@ -8,6 +8,7 @@ Runs once per query, when its last page is stored (or when the crawl closes arou
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
     from lyra_crawl.session.crawl import CrawlSession
 
 logger = logging.getLogger(__name__)
+
+# Stats key: the queries that fetched no page because every source failed (exit status 1).
+FAILED_QUERIES = "lyra/queries/failed"
 
 
 async def save_query_papers(crawl: CrawlSession, session: QuerySession) -> None:
@@ -82,3 +86,35 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
         row.items,
         session.stop_reasons,
     )
+    if status is QueryStatus.FINISHED and not row.items and session.errors:
+        failure = every_source_failed(session.stop_reasons, session.errors)
+        if failure is not None:
+            await _failed(crawl, session, failure)
+
+
+def every_source_failed(stop_reasons: Mapping[str, str], errors: Mapping[str, str]) -> str | None:
+    """Why a query that kept no result failed, when every one of its sources stopped on an
+    error (a block, a quota or a layout change is the engines' answer, not a failure)."""
+    if not stop_reasons or any(reason != StopReason.ERROR for reason in stop_reasons.values()):
+        return None
+    return (
+        "every source failed ("
+        + "; ".join(f"{source}: {errors.get(source, 'error')}" for source in sorted(stop_reasons))
+        + ")"
+    )
+
+
+async def _failed(crawl: CrawlSession, session: QuerySession, failure: str) -> None:
+    """A query that kept nothing: said once with the fix, counted (the crawl exits 1), and
+    its batch entry failed with the reason."""
+    crawl.stats.inc_value(FAILED_QUERIES)
+    logger.error(
+        "query %d failed: %s; nothing was stored: check that the engines can be reached from"
+        " here (network, proxy; LYRA_SIMULATOR_URL for the simulator) and run it again",
+        session.query_id,
+        failure,
+    )
+    if session.batch_entry_id is not None:
+        await crawl.store.finish_entry(
+            session.batch_entry_id, state="failed", query_id=session.query_id, detail=failure
+        )
