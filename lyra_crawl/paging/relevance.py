@@ -128,12 +128,25 @@ class RelevanceScorer:
 
     def score_page(self, docs: Sequence[tuple[str, str]]) -> list[float]:
         """Add (title, snippet) results to the corpus, then score each in [0, 1]."""
-        term_counts = [Counter(tokenize(f"{title} {snippet}")) for title, snippet in docs]
-        for counts in term_counts:
+        terms = self.query_terms
+        # Each result as its length in tokens and the frequency of each query term in it.
+        documents = []
+        for title, snippet in docs:
+            tokens = tokenize(f"{title} {snippet}")
+            documents.append((len(tokens), [tokens.count(term) for term in terms]))
+        for length, frequencies in documents:
             self._doc_count += 1
-            self._token_count += counts.total()
-            self._doc_freq.update(term for term in self.query_terms if term in counts)
-        return [self._score(counts) for counts in term_counts]
+            self._token_count += length
+            self._doc_freq.update(term for term, tf in zip(terms, frequencies, strict=True) if tf)
+        if not documents:
+            return []
+        # The corpus is the same for every result of the page.
+        idfs = [self._idf(term) for term in terms]
+        average_length = self._token_count / self._doc_count or 1.0
+        return [
+            self._score(length / average_length, frequencies, idfs)
+            for length, frequencies in documents
+        ]
 
     def is_relevant(self, score: float) -> bool:
         return score >= self.config.threshold
@@ -142,22 +155,20 @@ class RelevanceScorer:
         n = self._doc_freq[term]
         return math.log(1.0 + (self._doc_count - n + 0.5) / (n + 0.5))
 
-    def _score(self, counts: Counter[str]) -> float:
+    def _score(self, length_ratio: float, frequencies: list[int], idfs: list[float]) -> float:
+        """BM25 of one result against a reference result, blended with its query-term
+        coverage; `length_ratio` is its length over the average (zero only when every result
+        so far is empty, and such a result matches nothing)."""
         k1, b = self.config.k1, self.config.b
-        # Zero only when every document so far is empty; such a document matches nothing.
-        length_ratio = counts.total() / (self._token_count / self._doc_count or 1.0)
         bm25 = 0.0
-        reference = 0.0
         matched = 0
-        for term in self.query_terms:
-            idf = self._idf(term)
-            # A reference result (tf 1, average length) has a term-frequency part of exactly 1.
-            reference += idf
-            tf = counts[term]
+        for tf, idf in zip(frequencies, idfs, strict=True):
             if tf:
                 matched += 1
                 bm25 += idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length_ratio))
-        coverage = matched / len(self.query_terms)
+        # A reference result (tf 1, average length) has a term-frequency part of exactly 1.
+        reference = sum(idfs)
+        coverage = matched / len(frequencies)
         weight = self.config.coverage_weight
         return weight * coverage + (1.0 - weight) * min(1.0, bm25 / reference)
 
