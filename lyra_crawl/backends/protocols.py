@@ -84,10 +84,12 @@ class ResultStore(Backend, Protocol):
         errors: Mapping[str, str],
         relevance_threshold: float | None,
         entry_state: str | None = None,
+        entry_detail: str = "",
     ) -> StoredQuery:
         """Close the row; pages, items and harvest rate are counted from what was stored.
 
-        `entry_state`: the state the query's batch entry takes, in the same transaction.
+        `entry_state`: the state the query's batch entry takes, in the same transaction, with
+        `entry_detail` saying why.
         """
         ...
 

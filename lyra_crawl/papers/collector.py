@@ -3,8 +3,8 @@
 Every result of the query enters, in the order the sources showed them (a resumed crawl's
 stored items first); results at one normalized URL are one paper. At the query's close
 `merged()` gives the canonical papers with the normalized URLs of the results behind each,
-every result's fused rank across sources
-(reciprocal rank fusion of each source's order) and the query's attribution counts.
+every result's fused rank across sources (reciprocal rank fusion of each source's order) and
+the query's attribution counts.
 """
 
 from __future__ import annotations

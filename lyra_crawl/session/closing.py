@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Stats key: the queries that fetched no page because every source failed (exit status 1).
+# Stats key: the queries that got no result because every source failed (exit status 1).
 FAILED_QUERIES = "lyra/queries/failed"
 
 
@@ -55,9 +55,13 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
     for reason in session.stop_reasons.values():
         crawl.stats.inc_value(f"lyra/stop_reason/{reason}")
     await save_query_papers(crawl, session)
+    failure = _failure(crawl, session) if status is QueryStatus.FINISHED else None
     # An interrupted or cancelled entry is taken again (by the batch's next run, or another
     # node's crawl), which resumes it.
-    entry_state = "done" if status is QueryStatus.FINISHED else "pending"
+    if failure is not None:
+        entry_state = "failed"
+    else:
+        entry_state = "done" if status is QueryStatus.FINISHED else "pending"
     row = await store.finish_query(
         query_id,
         status=status.value,
@@ -65,6 +69,7 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
         errors=session.errors,
         relevance_threshold=crawl.config.pagination.relevance_threshold,
         entry_state=entry_state,
+        entry_detail=failure or "",
     )
     arguments = session.arguments
     complete = status is QueryStatus.FINISHED and not any(
@@ -86,14 +91,10 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
         row.items,
         session.stop_reasons,
     )
-    if status is QueryStatus.FINISHED and not row.items and session.errors:
-        failure = every_source_failed(session.stop_reasons, session.errors)
-        if failure is not None:
-            await _failed(crawl, session, failure)
 
 
-def every_source_failed(stop_reasons: Mapping[str, str], errors: Mapping[str, str]) -> str | None:
-    """Why a query that kept no result failed, when every one of its sources stopped on an
+def _every_source_failed(stop_reasons: Mapping[str, str], errors: Mapping[str, str]) -> str | None:
+    """Why a query that got no result failed, when every one of its sources stopped on an
     error (a block, a quota or a layout change is the engines' answer, not a failure)."""
     if not stop_reasons or any(reason != StopReason.ERROR for reason in stop_reasons.values()):
         return None
@@ -104,17 +105,19 @@ def every_source_failed(stop_reasons: Mapping[str, str], errors: Mapping[str, st
     )
 
 
-async def _failed(crawl: CrawlSession, session: QuerySession, failure: str) -> None:
-    """A query that kept nothing: said once with the fix, counted (the crawl exits 1), and
-    its batch entry failed with the reason."""
-    crawl.stats.inc_value(FAILED_QUERIES)
-    logger.error(
-        "query %d failed: %s; nothing was stored: check that the engines can be reached from"
-        " here (network, proxy; LYRA_SIMULATOR_URL for the simulator) and run it again",
-        session.query_id,
-        failure,
-    )
-    if session.batch_entry_id is not None:
-        await crawl.store.finish_entry(
-            session.batch_entry_id, state="failed", query_id=session.query_id, detail=failure
+def _failure(crawl: CrawlSession, session: QuerySession) -> str | None:
+    """Why a finished query failed, said once with the fix and counted (the crawl exits 1):
+    it got no result (every result enters its papers, a resumed query's stored ones too) and
+    every one of its sources stopped on an error."""
+    if len(session.papers):
+        return None
+    failure = _every_source_failed(session.stop_reasons, session.errors)
+    if failure is not None:
+        crawl.stats.inc_value(FAILED_QUERIES)
+        logger.error(
+            "query %d failed: %s; nothing was stored: check that the engines can be reached"
+            " from here (network, proxy; LYRA_SIMULATOR_URL for the simulator) and run it again",
+            session.query_id,
+            failure,
         )
+    return failure

@@ -211,13 +211,41 @@ def test_batch_entries_are_taken_once_under_a_lease_and_again_when_it_runs_out(s
     assert states == {1: "done", 2: "running", 3: "rejected", 4: "running"}
 
 
+async def one_entry_taken(store_, *, lease_s: float):
+    """A new batch of one entry, and that entry taken by "one" under a lease of `lease_s`."""
+    batch = await store_.create_batch(
+        source="b.yaml", content_hash="h", entries=[EntrySpec(1, "a", {"query": "a"})]
+    )
+    (entry,) = await store_.take_entries(batch.id, 1, owner="one", lease_s=lease_s)
+    return batch, entry
+
+
+def test_a_finished_query_gives_its_batch_entry_a_state_and_why_in_one_step(store):
+    async def work(backends):
+        store_ = backends.store
+        batch, entry = await one_entry_taken(store_, lease_s=60)
+        query_id = await store_.start_query(record(batch_entry_id=entry.id))
+        await store_.finish_query(
+            query_id,
+            status="finished",
+            stop_reasons={"mojeek": "error"},
+            errors={"mojeek": "Connection refused"},
+            relevance_threshold=None,
+            entry_state="failed",
+            entry_detail="every source failed (mojeek: Connection refused)",
+        )
+        return query_id, await store_.batch_entries(batch.id)
+
+    query_id, (entry,) = store.run(work)
+
+    assert (entry.state, entry.query_id) == ("failed", query_id)
+    assert entry.detail == "every source failed (mojeek: Connection refused)"
+
+
 def test_a_renewed_lease_keeps_an_entry_from_other_takers(store):
     async def work(backends):
         store_ = backends.store
-        batch = await store_.create_batch(
-            source="b.yaml", content_hash="h", entries=[EntrySpec(1, "a", {"query": "a"})]
-        )
-        (entry,) = await store_.take_entries(batch.id, 1, owner="one", lease_s=0)
+        batch, entry = await one_entry_taken(store_, lease_s=0)
         await store_.renew_entry_leases([entry.id], owner="one", lease_s=60)
         kept = await store_.take_entries(batch.id, 1, owner="two", lease_s=60)
         # Only the owner renews: another's renewal leaves the lease as it is.

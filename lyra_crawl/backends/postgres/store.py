@@ -207,6 +207,7 @@ class PostgresStore:
         errors: Mapping[str, str],
         relevance_threshold: float | None,
         entry_state: str | None = None,
+        entry_detail: str = "",
     ) -> StoredQuery:
         """Close the row; pages, items and the harvest rate (share of items whose relevance
         reaches the threshold) are counted from what was really stored."""
@@ -231,7 +232,9 @@ class PostgresStore:
             finished = rows.stored_query(row)
             assert finished is not None
             if entry_state is not None and finished.batch_entry_id is not None:
-                await _set_entry_state(conn, finished.batch_entry_id, entry_state, query_id, "")
+                await _set_entry_state(
+                    conn, finished.batch_entry_id, entry_state, query_id, entry_detail
+                )
             return finished
 
     async def query(self, query_id: int) -> StoredQuery | None:

@@ -163,6 +163,7 @@ class SqliteStore(SqliteBackend):
         errors: Mapping[str, str],
         relevance_threshold: float | None,
         entry_state: str | None = None,
+        entry_detail: str = "",
     ) -> StoredQuery:
         """Close the row; pages, items and the harvest rate (share of items whose relevance
         reaches the threshold) are counted from what was really stored."""
@@ -191,7 +192,7 @@ class SqliteStore(SqliteBackend):
             finished = rows.stored_query(row)
             assert finished is not None
             if entry_state is not None and finished.batch_entry_id is not None:
-                _set_entry_state(conn, finished.batch_entry_id, entry_state, query_id, "")
+                _set_entry_state(conn, finished.batch_entry_id, entry_state, query_id, entry_detail)
             return finished
 
         return await self._db.write(finish)
