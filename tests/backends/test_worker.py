@@ -1,11 +1,13 @@
 """The worker thread every SQLite statement runs on: answers and errors come back to the asking
 loop, in order; stopping lets handed-in work finish; work in flight at exit still completes;
 writes queued together share one transaction, a write alone takes no savepoint; another process's
-write lock is waited for."""
+write lock is waited for, and the writes queued meanwhile go in with the waiting one."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
 import sqlite3
 import subprocess
 import sys
@@ -178,6 +180,78 @@ def test_a_write_alone_is_its_own_transaction_without_a_savepoint(tmp_path):
         "ROLLBACK",
     ]
     assert not [s for s in statements if "SAVEPOINT" in s.upper()]
+
+
+def test_writes_handed_in_while_another_process_holds_the_lock_go_in_with_the_waiting_one(
+    tmp_path,
+):
+    # The writer asks for the queued writes once it holds the lock: while another process holds
+    # it, the writes piling up behind the first go in its transaction, not one after another.
+    path = tmp_path / "piled.sqlite3"
+    database = SqliteDatabase(path)
+    statements: list[str] = []
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+    async def work():
+        await database.open()
+        await database.write(lambda conn: conn.execute("CREATE TABLE numbers (n)"))
+        await database.read(lambda conn: conn.set_trace_callback(statements.append))
+        other.execute("BEGIN IMMEDIATE")
+        first = asyncio.ensure_future(
+            database.write(lambda conn: conn.execute("INSERT INTO numbers VALUES (1)"))
+        )
+        await asyncio.sleep(0.1)  # the worker now waits for the lock with the first write
+        later = [
+            asyncio.ensure_future(
+                database.write(
+                    lambda conn, n=n: conn.execute("INSERT INTO numbers VALUES (?)", (n,))
+                )
+            )
+            for n in (2, 3)
+        ]
+        await asyncio.sleep(0.05)
+        other.execute("COMMIT")
+        await asyncio.gather(first, *later)
+        await database.read(lambda conn: conn.set_trace_callback(None))
+        rows = await database.read(lambda conn: conn.execute("SELECT n FROM numbers").fetchall())
+        await database.close()
+        return sorted(row[0] for row in rows)
+
+    try:
+        assert in_own_loop(work()) == [1, 2, 3]
+    finally:
+        other.close()
+    # BEGIN IMMEDIATE is tried again and again while the other process holds the lock.
+    assert statements.count("COMMIT") == 1
+    assert statements.count("SAVEPOINT lyra_write") == 3
+
+
+def test_writers_of_two_processes_take_turns_on_the_file_lock(tmp_path):
+    # Each write transaction holds `<file>-lock` (flock) from before BEGIN to after COMMIT: a
+    # process holding it keeps every other lyra writer waiting, asleep in the kernel.
+    path = tmp_path / "turns.sqlite3"
+    database = SqliteDatabase(path)
+    in_own_loop(database.open())
+    lock = os.open(f"{path}-lock", os.O_RDWR)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    released_at: list[float] = []
+
+    def let_go() -> None:
+        time.sleep(0.3)
+        released_at.append(time.monotonic())
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+    holder = threading.Thread(target=let_go)
+    holder.start()
+    try:
+        in_own_loop(database.write(lambda conn: conn.execute("CREATE TABLE t (x)")))
+        written_at = time.monotonic()
+    finally:
+        holder.join()
+        os.close(lock)
+        in_own_loop(database.close())
+    assert written_at >= released_at[0], "the write waited for the file lock"
+    assert query_db(path, "SELECT name FROM sqlite_master WHERE name = 't'")
 
 
 def test_a_write_waits_for_another_process_holding_the_lock_then_goes_on(tmp_path):

@@ -5,8 +5,10 @@ connection), so no lock wait ever blocks the reactor. The connection is made on 
 with sqlite3's default `check_same_thread`, so a statement from any other thread raises.
 Writers take the write lock up front (BEGIN IMMEDIATE) so two processes never deadlock
 upgrading read locks, and WAL lets readers go on while one writes. Several crawl processes
-(Scrapyd jobs) share one file: writes queued while the lock was held elsewhere then go in one
-transaction (one savepoint each), and the lock is tried again every fraction of a millisecond.
+(Scrapyd jobs) share one file: their writers queue for `<file>-lock` (flock) in the kernel, which
+wakes the next one the moment it is free; the writes queued while it waited then go in one
+transaction (one savepoint each). A write lock held by another program is tried again every
+fraction of a millisecond.
 
 Opening applies schema.sql (tables, indexes, and columns added since an older file was made),
 then what each newer schema version needs beyond them (`_UPGRADE_STEPS`; version 3: the paper
@@ -19,7 +21,9 @@ blocks keyed by the hash of their key rather than its text), and marks
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -37,7 +41,7 @@ from lyra_crawl.backends.paper_saving import (
 )
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.rows import process_alive, utc_now
-from lyra_crawl.backends.sqlite.worker import Outcome, WorkerThread
+from lyra_crawl.backends.sqlite.worker import Outcome, Work, WorkerThread
 
 T = TypeVar("T")
 
@@ -54,6 +58,7 @@ class SqliteDatabase:
         self._busy_timeout_s = busy_timeout_s
         self._worker = WorkerThread(WORKER_THREAD, group_runner=self._write_group)
         self._conn: sqlite3.Connection | None = None
+        self._writer_lock: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -72,10 +77,10 @@ class SqliteDatabase:
     def _open(self) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_s)
+            conn = self._conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout_s)
+            self._writer_lock = os.open(f"{self.path}-lock", os.O_RDWR | os.O_CREAT, 0o644)
             conn.isolation_level = None  # transactions are explicit: BEGIN IMMEDIATE … COMMIT
             conn.row_factory = sqlite3.Row
-            self._conn = conn
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
             # Turning WAL on takes the file whole; SQLite's busy handler is not asked then, so
             # processes opening a new file at once would get "database is locked".
@@ -85,18 +90,19 @@ class SqliteDatabase:
             self._apply_schema(conn)
             self._mark_dead_crawls_interrupted(conn)
         except (OSError, sqlite3.Error) as exc:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            self._close()
             raise BackendError(
                 f"cannot open database {self.path} ({exc}): check that the folder is writable "
                 "or set LYRA_DB_URL (or LYRA_DB_PATH) to another file"
             ) from exc
 
     def _close(self) -> None:
-        assert self._conn is not None
-        self._conn.close()
-        self._conn = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._writer_lock is not None:
+            os.close(self._writer_lock)
+            self._writer_lock = None
 
     # -- running statements on the worker ----------------------------------------------------
 
@@ -127,19 +133,20 @@ class SqliteDatabase:
         with self._transaction() as conn:
             return work(conn)
 
-    def _write_group(self, writes: list[Callable[[], Any]]) -> list[Outcome]:
-        """The writes queued together, in one transaction: one lock taken and one commit for all.
+    def _write_group(self, first: Work, more: Callable[[], list[Work]]) -> list[Outcome]:
+        """`first` and the writes queued by the time the write lock is held (`more`), in one
+        transaction: one lock taken and one commit for all.
 
         Each runs in its own savepoint, so one that fails is undone alone and gets its own
         error, as in a transaction of its own; a failed commit fails them all. A write alone is
         a transaction of its own, without a savepoint: that would copy each page it changes to
         the savepoint's journal first (a save of a query's papers changes thousands).
         """
-        if len(writes) == 1:
-            (write,) = writes
-            return [(self.in_transaction(lambda _: write()), None)]
-        outcomes: list[Outcome] = []
         with self._transaction() as conn:
+            writes = [first, *more()]
+            if len(writes) == 1:
+                return [(first(), None)]
+            outcomes: list[Outcome] = []
             for write in writes:
                 conn.execute("SAVEPOINT lyra_write")
                 try:
@@ -190,6 +197,10 @@ class SqliteDatabase:
         the path and the fix; a constraint failure stays an sqlite3.IntegrityError.
         """
         conn = self._connection()
+        assert self._writer_lock is not None
+        # Writers of every lyra process queue for the file's lock in the kernel, which wakes
+        # the next one as soon as it is free; BEGIN IMMEDIATE then waits only for others.
+        fcntl.flock(self._writer_lock, fcntl.LOCK_EX)
         try:
             self._begin(conn)
             yield conn
@@ -203,6 +214,8 @@ class SqliteDatabase:
             if error is exc:
                 raise
             raise error from exc
+        finally:
+            fcntl.flock(self._writer_lock, fcntl.LOCK_UN)
 
     def _write_error(self, exc: BaseException) -> BaseException:
         """A write SQLite refuses as a BackendError naming the fix; any other error as it is."""
