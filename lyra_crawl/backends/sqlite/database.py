@@ -7,8 +7,8 @@ Writers take the write lock up front (BEGIN IMMEDIATE) so two processes never de
 upgrading read locks, and WAL lets readers go on while one writes. Several crawl processes
 (Scrapyd jobs) share one file: their writers queue for `<file>-lock` (flock) in the kernel, which
 wakes the next one the moment it is free; the writes queued while it waited then go in one
-transaction (one savepoint each). A write lock held by another program is tried again every
-fraction of a millisecond.
+transaction (one savepoint each). A write lock held by another program is waited for by
+SQLite's busy timeout.
 
 Opening applies schema.sql (tables, indexes, and columns added since an older file was made),
 then what each newer schema version needs beyond them (`_UPGRADE_STEPS`; version 3: the paper
@@ -162,15 +162,6 @@ class SqliteDatabase:
             raise BackendError(f"database {self.path} is closed")
         return self._conn
 
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        """BEGIN IMMEDIATE, waiting for another process's write lock in short steps.
-
-        SQLite's own busy handler sleeps 1, 2, 5, 10… ms between tries, while the other
-        process holds the lock for a fraction of a millisecond per page and takes it again
-        at once: two crawls on one file spent a third of their time asleep in it.
-        """
-        self._when_unlocked(conn, "BEGIN IMMEDIATE")
-
     def _when_unlocked(self, conn: sqlite3.Connection, statement: str) -> None:
         """Run `statement`, trying again every LOCK_RETRY_S while another connection holds
         the lock it needs, up to the busy timeout."""
@@ -199,10 +190,12 @@ class SqliteDatabase:
         conn = self._connection()
         assert self._writer_lock is not None
         # Writers of every lyra process queue for the file's lock in the kernel, which wakes
-        # the next one as soon as it is free; BEGIN IMMEDIATE then waits only for others.
+        # the next one as soon as it is free. SQLite's own busy handler, which sleeps 1, 2, 5,
+        # 10… ms between tries, then waits only for other programs: between two crawls on one
+        # file it kept both asleep a third of the time.
         fcntl.flock(self._writer_lock, fcntl.LOCK_EX)
         try:
-            self._begin(conn)
+            conn.execute("BEGIN IMMEDIATE")
             yield conn
             conn.execute("COMMIT")
         except BaseException as exc:
