@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from lyra_crawl.backends.records import BackendError
-from lyra_crawl.backends.sqlite.database import SqliteDatabase
+from lyra_crawl.backends.sqlite.database import CONTENDED_MIN_S, SqliteDatabase
 from lyra_crawl.backends.sqlite.worker import WorkerThread
 from tests.conftest import in_own_loop, query_db
 
@@ -81,7 +82,7 @@ def test_a_closed_database_says_so(tmp_path):
 EXITS_WITH_A_WRITE_IN_FLIGHT = """
 import asyncio, sys, time
 from pathlib import Path
-from lyra_crawl.backends.sqlite.database import SqliteDatabase
+from lyra_crawl.backends.sqlite.database import CONTENDED_MIN_S, SqliteDatabase
 
 async def main():
     database = SqliteDatabase(Path(sys.argv[1]))
@@ -226,10 +227,9 @@ def test_writes_handed_in_while_another_process_holds_the_lock_go_in_with_the_wa
     assert statements.count("SAVEPOINT lyra_write") == 3
 
 
-def test_writers_of_two_processes_take_turns_on_the_file_lock(tmp_path):
-    # Each write transaction holds `<file>-lock` (flock) from before BEGIN to after COMMIT: a
-    # process holding it keeps every other lyra writer waiting, asleep in the kernel.
-    path = tmp_path / "turns.sqlite3"
+def write_behind_the_file_lock(path: Path, hold_s: float) -> tuple[float, float]:
+    """A write to a new database at `path` while another holder keeps `<path>-lock` for
+    `hold_s` (the database closed after it): when the lock was let go, when the write was done."""
     database = SqliteDatabase(path)
     in_own_loop(database.open())
     lock = os.open(f"{path}-lock", os.O_RDWR)
@@ -237,7 +237,7 @@ def test_writers_of_two_processes_take_turns_on_the_file_lock(tmp_path):
     released_at: list[float] = []
 
     def let_go() -> None:
-        time.sleep(0.3)
+        time.sleep(hold_s)
         released_at.append(time.monotonic())
         fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -250,8 +250,25 @@ def test_writers_of_two_processes_take_turns_on_the_file_lock(tmp_path):
         holder.join()
         os.close(lock)
         in_own_loop(database.close())
-    assert written_at >= released_at[0], "the write waited for the file lock"
+    return released_at[0], written_at
+
+
+def test_writers_of_two_processes_take_turns_on_the_file_lock(tmp_path, caplog):
+    # Each write transaction holds `<file>-lock` (flock) from before BEGIN to after COMMIT: a
+    # process holding it keeps every other lyra writer waiting, asleep in the kernel.
+    path = tmp_path / "turns.sqlite3"
+    released_at, written_at = write_behind_the_file_lock(path, 0.3)
+    assert written_at >= released_at, "the write waited for the file lock"
     assert query_db(path, "SELECT name FROM sqlite_master WHERE name = 't'")
+    assert "waited" not in caplog.text, "a short wait is not worth a word"
+
+
+def test_a_process_that_waited_long_for_others_writes_says_so_at_close(tmp_path, caplog):
+    path = tmp_path / "contended.sqlite3"
+    write_behind_the_file_lock(path, CONTENDED_MIN_S + 0.2)
+    (line,) = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert re.search(rf"waited 2 s of the \d s it had {re.escape(str(path))} open for other", line)
+    assert "LYRA_DB_URL, LYRA_COORDINATION_URL" in line
 
 
 def test_a_write_waits_for_another_process_holding_the_lock_then_goes_on(tmp_path):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -45,10 +46,16 @@ from lyra_crawl.backends.sqlite.worker import Outcome, Work, WorkerThread
 
 T = TypeVar("T")
 
+logger = logging.getLogger(__name__)
+
 SCHEMA_VERSION = 7
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 WORKER_THREAD = "lyra-sqlite"
 LOCK_RETRY_S = 0.0002
+# Waiting this share of the time a file was open, and this long, for other processes' writes
+# is said at close, with the way out.
+CONTENDED_SHARE = 0.25
+CONTENDED_MIN_S = 2.0
 
 
 class SqliteDatabase:
@@ -59,6 +66,8 @@ class SqliteDatabase:
         self._worker = WorkerThread(WORKER_THREAD, group_runner=self._write_group)
         self._conn: sqlite3.Connection | None = None
         self._writer_lock: int | None = None
+        self._opened_at = 0.0
+        self._waited_s = 0.0  # for other processes' writes (worker thread only)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -72,7 +81,20 @@ class SqliteDatabase:
     async def close(self) -> None:
         if self._conn is not None:
             await self._run(self._close)
+            self._say_if_contended(time.monotonic() - self._opened_at)
         self._worker.stop()
+
+    def _say_if_contended(self, open_s: float) -> None:
+        if self._waited_s >= max(CONTENDED_MIN_S, CONTENDED_SHARE * open_s):
+            logger.warning(
+                "this process waited %.0f s of the %.0f s it had %s open for other processes'"
+                " writes to it (SQLite lets one process write at a time): for several crawls at"
+                " once, a PostgreSQL store and Redis coordination let them write side by side"
+                " (LYRA_DB_URL, LYRA_COORDINATION_URL)",
+                self._waited_s,
+                open_s,
+                self.path,
+            )
 
     def _open(self) -> None:
         try:
@@ -89,6 +111,7 @@ class SqliteDatabase:
             conn.execute("PRAGMA foreign_keys = ON")
             self._apply_schema(conn)
             self._mark_dead_crawls_interrupted(conn)
+            self._opened_at = time.monotonic()
         except (OSError, sqlite3.Error) as exc:
             self._close()
             raise BackendError(
@@ -193,7 +216,12 @@ class SqliteDatabase:
         # the next one as soon as it is free. SQLite's own busy handler, which sleeps 1, 2, 5,
         # 10… ms between tries, then waits only for other programs: between two crawls on one
         # file it kept both asleep a third of the time.
-        fcntl.flock(self._writer_lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._writer_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            started = time.monotonic()
+            fcntl.flock(self._writer_lock, fcntl.LOCK_EX)
+            self._waited_s += time.monotonic() - started
         try:
             conn.execute("BEGIN IMMEDIATE")
             yield conn
