@@ -25,6 +25,11 @@ write of it batch-shaped, one statement each over all the query's papers:
    new rows, the items' links, the block memberships (`PapersSave.written`) and the words of
    the query's records (`PapersSave.word_entries`).
 
+4. a result of the query that no paper of its own has (a web result without an identifier) is
+   the paper another query's result at its normalized URL is linked to, when exactly one paper
+   is (`LINKS_BY_URL`); the paper then counts the result's source among its sources
+   (`UrlLinks`), and the query counts it as `serp_only`.
+
 Column values merge as COALESCE would, the stored row first: its identifiers, title, year and
 venue stay; the longest abstract wins; authors are the first non-empty list; the kept records,
 external ids, sources and fetch URLs are united; two different attributions make `both`; and
@@ -464,3 +469,51 @@ def upgrade_matching(rows: Iterable[Row]) -> MatchingUpgrade:
     words = known_words(record for _, found in kept for record in kept_paper_records(found))
     titles = [("\n".join(kept_titles(found)), row_id) for row_id, found in kept]
     return MatchingUpgrade(word_entries(words), titles)
+
+
+# The query's items without a paper, each with the one paper other queries' items at its
+# normalized URL are linked to (none when they are linked to several): item id, its source,
+# the paper (query id).
+LINKS_BY_URL = (
+    "SELECT item.id, item.source, MIN(other.paper_id) FROM serp_items AS item"
+    " JOIN serp_items AS other ON other.normalized_url = item.normalized_url"
+    " WHERE item.query_id = ? AND item.paper_id IS NULL"
+    " AND other.query_id <> item.query_id AND other.paper_id IS NOT NULL"
+    " GROUP BY item.id, item.source HAVING COUNT(DISTINCT other.paper_id) = 1"
+)
+
+
+@dataclass(frozen=True)
+class UrlLinks:
+    """What LINKS_BY_URL found for a query: its items to link, and what their papers become."""
+
+    found: Sequence[tuple[int, str, int]]  # item id, its source, the paper
+
+    @property
+    def item_links(self) -> list[tuple[int, int]]:
+        """(paper id, item id) of each item to link."""
+        return [(paper_id, item_id) for item_id, _, paper_id in self.found]
+
+    @cached_property
+    def found_by(self) -> dict[int, set[str]]:
+        """The sources of the linked items, by paper."""
+        found_by: dict[int, set[str]] = {}
+        for _, source, paper_id in self.found:
+            found_by.setdefault(paper_id, set()).add(source)
+        return found_by
+
+    def paper_updates(self, stored: Iterable[tuple[int, Sequence[str], str]]) -> list[Values]:
+        """The papers' (id, sources, attribution) as they become: their sources with those of
+        the linked items (web results, of kind `serp`), `both` unless they were `serp_only`."""
+        return [
+            {
+                "id": paper_id,
+                "sources": sorted({*sources, *self.found_by[paper_id]}),
+                "attribution": "serp_only" if attribution == "serp_only" else "both",
+            }
+            for paper_id, sources, attribution in stored
+        ]
+
+    def gained(self, had: Iterable[int]) -> int:
+        """How many papers the query gains, given those its items were linked to already."""
+        return len(self.found_by.keys() - set(had))

@@ -359,6 +359,76 @@ def paper(key: int, **values: Any) -> CanonicalPaper:
     return CanonicalPaper(**{**base, **values})
 
 
+def test_a_result_at_the_url_of_another_querys_paper_is_that_paper(store):
+    # One paper is one row across queries: a web result without an identifier, at the URL of
+    # a paper another query's API record gave, is linked to that paper; a URL two papers have
+    # stays unlinked, as does one no paper has.
+    async def work(backends):
+        store_ = backends.store
+        first = await store_.start_query(record(task_id="t"))
+        await store_.store_page(
+            PageRecord(first, "openalex", 1, "ok", 3),
+            [
+                item(first, rank, url, source="openalex", kind="api")
+                for rank, url in enumerate(("https://a/", "https://w/", "https://v/"), 1)
+            ],
+        )
+        await store_.save_papers(
+            first,
+            [
+                (paper(1, doi="10.1234/a"), ["https://a/"]),
+                (paper(2, doi="10.1234/w"), ["https://w/"]),
+            ],
+            {},
+            {"api_only": 2},
+            min_abstract_chars=10,
+        )
+        other = await store_.start_query(record(task_id="t"))
+        await store_.store_page(
+            PageRecord(other, "openalex", 1, "ok", 1),
+            [item(other, 1, "https://w/", source="openalex", kind="api")],
+        )
+        await store_.save_papers(
+            other,
+            [(paper(3, doi="10.1234/x"), ["https://w/"])],
+            {},
+            {"api_only": 1},
+            min_abstract_chars=10,
+        )
+        second = await store_.start_query(record(task_id="t", engine="duckduckgo"))
+        await store_.store_page(
+            PageRecord(second, "duckduckgo", 1, "ok", 3),
+            [
+                item(second, rank, url, source="duckduckgo")
+                for rank, url in enumerate(("https://a/", "https://w/", "https://n/"), 1)
+            ],
+        )
+        linked = await store_.save_papers(
+            second, [], {}, {"both": 0, "api_only": 0, "serp_only": 0}, min_abstract_chars=10
+        )
+        return (
+            linked,
+            await store_.items(first),
+            await store_.items(second),
+            await store_.papers_of(second),
+            await store_.query(second),
+        )
+
+    linked, first_items, second_items, papers, second = store.run(work)
+
+    assert linked == 1
+    paper_at = {i.normalized_url: i.paper_id for i in first_items}
+    assert {i.normalized_url: i.paper_id for i in second_items} == {
+        "https://a/": paper_at["https://a/"],
+        "https://w/": None,
+        "https://n/": None,
+    }
+    (found,) = papers
+    assert (found.doi, found.attribution) == ("10.1234/a", "both")
+    assert found.sources == ("duckduckgo", "openalex")
+    assert second.attribution == {"both": 0, "api_only": 0, "serp_only": 1}
+
+
 async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     """A crawl's life, two queries and a batch of three entries, through every read and write
     of the protocol; each answer named by its call."""

@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from lyra_crawl.backends import citation_saving, rows
 from lyra_crawl.backends.paper_saving import (
+    LINKS_BY_URL,
     NEXT_GENERATION,
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
@@ -29,6 +30,7 @@ from lyra_crawl.backends.paper_saving import (
     PapersSave,
     PaperWrite,
     StoredTitles,
+    UrlLinks,
 )
 from lyra_crawl.backends.postgres.database import Connection, PostgresDatabase
 from lyra_crawl.backends.records import (
@@ -368,7 +370,7 @@ class PostgresStore:
         attribution: Mapping[str, int],
         *,
         min_abstract_chars: int,
-    ) -> None:
+    ) -> int:
         async with self._db.transaction() as conn:
             # The paper index is read and then written: paper saves run one at a time across
             # every node, as SQLite's write lock makes them.
@@ -388,14 +390,17 @@ class PostgresStore:
                     for url in write.urls
                 ],
             )
+            linked = await _link_by_url(conn, query_id)
             await cursor.executemany(
                 "UPDATE serp_items SET fused_rank = %s WHERE query_id = %s AND normalized_url = %s",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
             )
+            counts = dict(attribution)
+            counts["serp_only"] = counts.get("serp_only", 0) + linked
             await conn.execute(
-                "UPDATE queries SET attribution = %s WHERE id = %s",
-                (Jsonb(dict(attribution)), query_id),
+                "UPDATE queries SET attribution = %s WHERE id = %s", (Jsonb(counts), query_id)
             )
+        return linked
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
         async with self._db.transaction() as conn:
@@ -880,6 +885,34 @@ async def _matched(conn: Connection, save: PapersSave) -> tuple[list[Any], list[
     titled = await _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
     stored = await _papers(conn, ("*",), save.candidate_ids(titled))
     return stored, save.writes(stored, await _words(conn, save.title_words(stored)))
+
+
+async def _link_by_url(conn: Connection, query_id: int) -> int:
+    """Link the query's results no paper of its own has to the paper other queries' results at
+    their URL are (paper_saving.LINKS_BY_URL); how many papers the query gained."""
+    links = UrlLinks(await _fetch(conn, rows.postgres(LINKS_BY_URL), (query_id,)))
+    if not links.found:
+        return 0
+    had = await _fetch(
+        conn,
+        "SELECT DISTINCT paper_id FROM serp_items WHERE query_id = %s AND paper_id IS NOT NULL",
+        (query_id,),
+    )
+    cursor = conn.cursor()
+    await cursor.executemany("UPDATE serp_items SET paper_id = %s WHERE id = %s", links.item_links)
+    stored = await _fetch(
+        conn,
+        "SELECT id, sources, attribution FROM papers WHERE id = ANY(%s)",
+        (list(links.found_by),),
+    )
+    await cursor.executemany(
+        "UPDATE papers SET sources = %s, attribution = %s, updated_at = now() WHERE id = %s",
+        [
+            (Jsonb(paper["sources"]), paper["attribution"], paper["id"])
+            for paper in links.paper_updates(stored)
+        ],
+    )
+    return links.gained(row[0] for row in had)
 
 
 async def _written(conn: Connection, save: PapersSave, writes: Sequence[PaperWrite]) -> list[int]:

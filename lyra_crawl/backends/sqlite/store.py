@@ -18,6 +18,7 @@ from datetime import datetime
 
 from lyra_crawl.backends import citation_saving, rows
 from lyra_crawl.backends.paper_saving import (
+    LINKS_BY_URL,
     NEXT_GENERATION,
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
@@ -25,6 +26,7 @@ from lyra_crawl.backends.paper_saving import (
     PapersSave,
     PaperWrite,
     StoredTitles,
+    UrlLinks,
 )
 from lyra_crawl.backends.records import (
     RESUMABLE_STATUSES,
@@ -348,7 +350,7 @@ class SqliteStore(SqliteBackend):
     ) -> None:
         now = utc_now()
 
-        def save(conn: sqlite3.Connection) -> None:
+        def save(conn: sqlite3.Connection) -> int:
             with no_cyclic_gc():
                 # In one call, so that what the save made is freed before the collector is back
                 # on: else its first collection scans all of it once (~15 ms a save of 1,000).
@@ -360,16 +362,20 @@ class SqliteStore(SqliteBackend):
                     query_id,
                     now,
                 )
+            linked = _link_by_url(conn, query_id, now)
             conn.executemany(
                 "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
             )
+            counts = dict(attribution)
+            counts["serp_only"] = counts.get("serp_only", 0) + linked
             conn.execute(
                 "UPDATE queries SET attribution = ? WHERE id = ?",
-                (json.dumps(dict(attribution), sort_keys=True), query_id),
+                (json.dumps(counts, sort_keys=True), query_id),
             )
+            return linked
 
-        await self._db.write(save)
+        return await self._db.write(save)
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
         def copy(conn: sqlite3.Connection) -> None:
@@ -886,6 +892,34 @@ def _save_papers(conn: sqlite3.Connection, save: PapersSave, query_id: int, now:
             for url in write.urls
         ],
     )
+
+
+def _link_by_url(conn: sqlite3.Connection, query_id: int, now: str) -> int:
+    """Link the query's results no paper of its own has to the paper other queries' results at
+    their URL are (paper_saving.LINKS_BY_URL); how many papers the query gained."""
+    links = UrlLinks(conn.execute(LINKS_BY_URL, (query_id,)).fetchall())
+    if not links.found:
+        return 0
+    had = conn.execute(
+        "SELECT DISTINCT paper_id FROM serp_items WHERE query_id = ? AND paper_id IS NOT NULL",
+        (query_id,),
+    ).fetchall()
+    conn.executemany("UPDATE serp_items SET paper_id = ? WHERE id = ?", links.item_links)
+    stored = conn.execute(
+        "SELECT id, sources, attribution FROM papers WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(links.found_by)),),
+    ).fetchall()
+    conn.executemany(
+        "UPDATE papers SET sources = ?, attribution = ?, updated_at = ? WHERE id = ?",
+        [
+            (json.dumps(paper["sources"]), paper["attribution"], now, paper["id"])
+            for paper in links.paper_updates(
+                (paper_id, json.loads(sources), attribution)
+                for paper_id, sources, attribution in stored
+            )
+        ],
+    )
+    return links.gained(row[0] for row in had)
 
 
 def _written(
