@@ -473,11 +473,12 @@ def upgrade_matching(rows: Iterable[Row]) -> MatchingUpgrade:
 
 # The query's items without a paper, each with the one paper other queries' items at its
 # normalized URL are linked to (none when they are linked to several): item id, its source,
-# the paper (query id).
+# the paper (query id). The unary + keeps SQLite from finding the query's items through the
+# index of every item without a paper (7 ms a save after 1,000 queries; 0.04 ms by query id).
 LINKS_BY_URL = (
     "SELECT item.id, item.source, MIN(other.paper_id) FROM serp_items AS item"
     " JOIN serp_items AS other ON other.normalized_url = item.normalized_url"
-    " WHERE item.query_id = ? AND item.paper_id IS NULL"
+    " WHERE item.query_id = ? AND +item.paper_id IS NULL"
     " AND other.query_id <> item.query_id AND other.paper_id IS NOT NULL"
     " GROUP BY item.id, item.source HAVING COUNT(DISTINCT other.paper_id) = 1"
 )
