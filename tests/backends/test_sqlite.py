@@ -18,6 +18,7 @@ from lyra_crawl.backends import (
     sqlite_url,
     urls_from_settings,
 )
+from lyra_crawl.backends.paper_saving import LINKS_BY_URL
 from lyra_crawl.backends.records import (
     BackendError,
     PageRecord,
@@ -253,3 +254,17 @@ def test_an_unknown_coordination_scheme_names_the_schemes_it_takes(tmp_path):
 )
 def test_redact_url_hides_the_password_and_keeps_the_rest(url, shown):
     assert redact_url(url) == shown
+
+
+def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
+    # Not through the index of every item without a paper, which grows with the store: a save
+    # after 1,000 serp-only queries spent 7 ms there.
+    path = tmp_path / "plan.sqlite3"
+    database = SqliteDatabase(path)
+    in_own_loop(database.open())
+    in_own_loop(database.close())
+    with sqlite3.connect(path) as conn:
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LINKS_BY_URL}", (1,))]
+    assert any(
+        step.startswith("SEARCH item USING INDEX") and "(query_id=?)" in step for step in plan
+    )
