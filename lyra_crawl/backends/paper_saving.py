@@ -400,10 +400,15 @@ def _merged(known: Sequence[Values]) -> Values:
     merged["authors"] = next((v["authors"] for v in known if v["authors"]), [])
     merged["external_ids"] = {k: i for v in known for k, i in v["external_ids"].items()}
     merged["sources"] = sorted({source for v in known for source in v["sources"]})
-    attributions = {v["attribution"] for v in known}
-    merged["attribution"] = attributions.pop() if len(attributions) == 1 else "both"
+    merged["attribution"] = joined_attribution(v["attribution"] for v in known)
     merged["fetch_urls"] = merge_fetch_urls(*(v["fetch_urls"] for v in known))
     return merged
+
+
+def joined_attribution(attributions: Iterable[str]) -> str:
+    """One paper's attribution from those of its views: theirs when they agree, else `both`."""
+    found = set(attributions)
+    return found.pop() if len(found) == 1 else "both"
 
 
 # What the upgrade to the paper index writes on every stored paper.
@@ -504,17 +509,19 @@ class UrlLinks:
         return found_by
 
     def paper_updates(self, stored: Iterable[tuple[int, Sequence[str], str]]) -> list[Values]:
-        """The papers' (id, sources, attribution) as they become: their sources with those of
-        the linked items (web results, of kind `serp`), `both` unless they were `serp_only`."""
+        """The papers' (id, sources, attribution) as they become with the linked items (web
+        results, found `serp_only`) as views of them."""
         return [
             {
                 "id": paper_id,
                 "sources": sorted({*sources, *self.found_by[paper_id]}),
-                "attribution": "serp_only" if attribution == "serp_only" else "both",
+                "attribution": joined_attribution((attribution, "serp_only")),
             }
             for paper_id, sources, attribution in stored
         ]
 
-    def gained(self, had: Iterable[int]) -> int:
-        """How many papers the query gains, given those its items were linked to already."""
-        return len(self.found_by.keys() - set(had))
+    def attribution(self, counts: Mapping[str, int], had: Iterable[int]) -> dict[str, int]:
+        """The query's attribution `counts` with the papers it gains (`serp_only`), given those
+        its items were linked to already (`had`)."""
+        gained = len(self.found_by.keys() - set(had))
+        return {**counts, "serp_only": counts.get("serp_only", 0) + gained}

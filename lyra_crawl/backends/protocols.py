@@ -141,14 +141,14 @@ class ResultStore(Backend, Protocol):
         attribution: Mapping[str, int],
         *,
         min_abstract_chars: int,
-    ) -> int:
+    ) -> dict[str, int]:
         """Merge each paper into the one paper index (the stored papers sharing an identifier
         or a title block with it, by the canonical rules: backends.paper_saving), decide its
         evidence, link the query's items (by normalized URL) to its row, link its items no
         paper of its own has to the paper other queries' items at their URL are, store fused
         ranks and the query's attribution counts, in one transaction. Stored rows that one
-        paper turns out to be become one row. Returns how many papers the query gained by the
-        URLs of other queries' items (counted `serp_only` in its attribution)."""
+        paper turns out to be become one row. Returns the attribution counts stored: `attribution`
+        with the papers the query gained by other queries' items' URLs as `serp_only`."""
         ...
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None: ...

@@ -37,15 +37,13 @@ async def save_query_papers(crawl: CrawlSession, session: QuerySession) -> None:
         await store.copy_paper_links(session.cached_from, query_id)
     elif len(session.papers):
         merged = session.papers.merged()
-        linked = await store.save_papers(
+        counts = await store.save_papers(
             query_id,
             merged.papers,
             merged.fused_ranks,
             merged.attribution,
             min_abstract_chars=crawl.config.papers.min_abstract_chars,
         )
-        counts = dict(merged.attribution)
-        counts["serp_only"] = counts.get("serp_only", 0) + linked
         for attribution, count in counts.items():
             if count:
                 crawl.stats.inc_value(f"lyra/papers/{attribution}", count)

@@ -370,7 +370,7 @@ class PostgresStore:
         attribution: Mapping[str, int],
         *,
         min_abstract_chars: int,
-    ) -> int:
+    ) -> dict[str, int]:
         async with self._db.transaction() as conn:
             # The paper index is read and then written: paper saves run one at a time across
             # every node, as SQLite's write lock makes them.
@@ -390,17 +390,15 @@ class PostgresStore:
                     for url in write.urls
                 ],
             )
-            linked = await _link_by_url(conn, query_id)
+            counts = await _link_by_url(conn, query_id, attribution)
             await cursor.executemany(
                 "UPDATE serp_items SET fused_rank = %s WHERE query_id = %s AND normalized_url = %s",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
             )
-            counts = dict(attribution)
-            counts["serp_only"] = counts.get("serp_only", 0) + linked
             await conn.execute(
                 "UPDATE queries SET attribution = %s WHERE id = %s", (Jsonb(counts), query_id)
             )
-        return linked
+        return counts
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
         async with self._db.transaction() as conn:
@@ -887,12 +885,14 @@ async def _matched(conn: Connection, save: PapersSave) -> tuple[list[Any], list[
     return stored, save.writes(stored, await _words(conn, save.title_words(stored)))
 
 
-async def _link_by_url(conn: Connection, query_id: int) -> int:
+async def _link_by_url(
+    conn: Connection, query_id: int, attribution: Mapping[str, int]
+) -> dict[str, int]:
     """Link the query's results no paper of its own has to the paper other queries' results at
-    their URL are (paper_saving.LINKS_BY_URL); how many papers the query gained."""
+    their URL are (paper_saving.LINKS_BY_URL); the query's `attribution` with what it gained."""
     links = UrlLinks(await _fetch(conn, rows.postgres(LINKS_BY_URL), (query_id,)))
     if not links.found:
-        return 0
+        return dict(attribution)
     had = await _fetch(
         conn,
         "SELECT DISTINCT paper_id FROM serp_items WHERE query_id = %s AND paper_id IS NOT NULL",
@@ -912,7 +912,7 @@ async def _link_by_url(conn: Connection, query_id: int) -> int:
             for paper in links.paper_updates(stored)
         ],
     )
-    return links.gained(row[0] for row in had)
+    return links.attribution(attribution, (row[0] for row in had))
 
 
 async def _written(conn: Connection, save: PapersSave, writes: Sequence[PaperWrite]) -> list[int]:

@@ -347,10 +347,10 @@ class SqliteStore(SqliteBackend):
         attribution: Mapping[str, int],
         *,
         min_abstract_chars: int,
-    ) -> None:
+    ) -> dict[str, int]:
         now = utc_now()
 
-        def save(conn: sqlite3.Connection) -> int:
+        def save(conn: sqlite3.Connection) -> dict[str, int]:
             with no_cyclic_gc():
                 # In one call, so that what the save made is freed before the collector is back
                 # on: else its first collection scans all of it once (~15 ms a save of 1,000).
@@ -362,18 +362,16 @@ class SqliteStore(SqliteBackend):
                     query_id,
                     now,
                 )
-            linked = _link_by_url(conn, query_id, now)
+            counts = _link_by_url(conn, query_id, attribution, now)
             conn.executemany(
                 "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
                 [(rank, query_id, url) for url, rank in fused_ranks.items()],
             )
-            counts = dict(attribution)
-            counts["serp_only"] = counts.get("serp_only", 0) + linked
             conn.execute(
                 "UPDATE queries SET attribution = ? WHERE id = ?",
                 (json.dumps(counts, sort_keys=True), query_id),
             )
-            return linked
+            return counts
 
         return await self._db.write(save)
 
@@ -894,12 +892,14 @@ def _save_papers(conn: sqlite3.Connection, save: PapersSave, query_id: int, now:
     )
 
 
-def _link_by_url(conn: sqlite3.Connection, query_id: int, now: str) -> int:
+def _link_by_url(
+    conn: sqlite3.Connection, query_id: int, attribution: Mapping[str, int], now: str
+) -> dict[str, int]:
     """Link the query's results no paper of its own has to the paper other queries' results at
-    their URL are (paper_saving.LINKS_BY_URL); how many papers the query gained."""
+    their URL are (paper_saving.LINKS_BY_URL); the query's `attribution` with what it gained."""
     links = UrlLinks(conn.execute(LINKS_BY_URL, (query_id,)).fetchall())
     if not links.found:
-        return 0
+        return dict(attribution)
     had = conn.execute(
         "SELECT DISTINCT paper_id FROM serp_items WHERE query_id = ? AND paper_id IS NOT NULL",
         (query_id,),
@@ -919,7 +919,7 @@ def _link_by_url(conn: sqlite3.Connection, query_id: int, now: str) -> int:
             )
         ],
     )
-    return links.gained(row[0] for row in had)
+    return links.attribution(attribution, (row[0] for row in had))
 
 
 def _written(
