@@ -23,12 +23,17 @@ write of it batch-shaped, one statement each over all the query's papers:
 3. the store runs the writes — rows merged away first have their items and block memberships
    moved to the kept row and are deleted, then one executemany each for the updated rows, the
    new rows, the items' links, the block memberships (`PapersSave.written`) and the words of
-   the query's records (`PapersSave.word_entries`).
-
+   the query's records (`PapersSave.word_entries`);
 4. a result of the query that no paper of its own has (a web result without an identifier) is
    the paper another query's result at its normalized URL is linked to, when exactly one paper
    is (`LINKS_BY_URL`); the paper then counts the result's source among its sources
    (`UrlLinks`), and the query counts it as `serp_only`.
+
+SQLite makes the reads and the matching of step 1 and 2 ahead of the transaction, outside the
+file's write lock that every other write of every process on the file waits for
+(`PapersSave.read_at`, at the generation they read), and keeps them when the transaction's
+generation is the next one: no save, nor an abstract read from a landing page, came between.
+Else it makes them again in the transaction. Reading and matching are most of a save's time.
 
 Column values merge as COALESCE would, the stored row first: its identifiers, title, year and
 venue stay; the longest abstract wins; authors are the first non-empty list; the kept records,
@@ -151,7 +156,12 @@ class StoredTitles:
 
     def start(self, generation: int) -> None:
         """A save begins: it moved the store's generation to `generation`."""
-        if generation - 1 != self.generation or len(self._titles) > self.limit:
+        self.read_at(generation - 1)
+        self.generation = generation
+
+    def read_at(self, generation: int) -> None:
+        """A save reads ahead of its transaction, the store at `generation`."""
+        if generation != self.generation or len(self._titles) > self.limit:
             self._titles.clear()
         self.generation = generation
 
@@ -195,10 +205,19 @@ class PapersSave:
         self._titled: set[int] = set()
         self._candidates: list[set[int]] = []
         self._writes: list[PaperWrite] = []
+        self._read_at: int | None = None
 
-    def start(self, generation: int) -> None:
-        """The save's transaction moved the store's paper index generation to `generation`."""
+    def read_at(self, generation: int) -> None:
+        """The save reads ahead of its transaction, the store's paper index at `generation`."""
+        self._titles.read_at(generation)
+        self._read_at = generation
+
+    def start(self, generation: int) -> bool:
+        """The save's transaction moved the store's paper index generation to `generation`;
+        whether what it read ahead (`read_at`) is still the store's: no save came between.
+        Else it reads again, step by step."""
         self._titles.start(generation)
+        return self._read_at == generation - 1
 
     @cached_property
     def _hashes(self) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """The worker thread every SQLite statement runs on: answers and errors come back to the asking
 loop, in order; stopping lets handed-in work finish; work in flight at exit still completes;
 writes queued together share one transaction, a write alone takes no savepoint; another process's
-write lock is waited for, and the writes queued meanwhile go in with the waiting one."""
+write lock is waited for, and the writes queued meanwhile go in with the waiting one; a write's
+reads made before the lock run outside any transaction."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -188,43 +190,84 @@ def test_writes_handed_in_while_another_process_holds_the_lock_go_in_with_the_wa
 ):
     # The writer asks for the queued writes once it holds the lock: while another process holds
     # it, the writes piling up behind the first go in its transaction, not one after another.
-    path = tmp_path / "piled.sqlite3"
+    statements, numbers = writes_behind_another_connection(
+        tmp_path / "piled.sqlite3", lambda database: [database.write(insert(n)) for n in (2, 3)]
+    )
+
+    assert numbers == [1, 2, 3]
+    # BEGIN IMMEDIATE is tried again and again while the other process holds the lock.
+    assert statements.count("COMMIT") == 1
+    assert statements.count("SAVEPOINT lyra_write") == 3
+
+
+def test_a_write_with_reads_before_the_lock_makes_them_outside_any_transaction_then_its_own(
+    tmp_path,
+):
+    # `before` runs on the worker outside any transaction, while another process may hold the
+    # lock; its write opens a transaction of its own, which the writes queued after it join.
+    in_a_transaction: list[bool] = []
+
+    def read_ahead(conn: sqlite3.Connection) -> None:
+        in_a_transaction.append(conn.in_transaction)
+        conn.execute("SELECT 'ahead'")
+
+    statements, numbers = writes_behind_another_connection(
+        tmp_path / "before.sqlite3",
+        lambda database: [
+            database.write(insert(2), before=read_ahead),
+            database.write(insert(3)),
+        ],
+    )
+
+    assert numbers == [1, 2, 3]
+    begins = [n for n, statement in enumerate(statements) if statement == "BEGIN IMMEDIATE"]
+    ahead = statements.index("SELECT 'ahead'")
+    assert in_a_transaction == [False]
+    # The first write alone; the reads ahead after its commit, before the next transaction,
+    # in which the third write joins the second.
+    assert len(begins) == 2
+    assert statements[begins[0] : ahead] == [
+        "BEGIN IMMEDIATE",
+        "INSERT INTO numbers VALUES (1)",
+        "COMMIT",
+    ]
+    assert begins[1] == ahead + 1
+    assert statements.count("SAVEPOINT lyra_write") == 2
+
+
+def insert(n: int) -> Callable[[sqlite3.Connection], object]:
+    return lambda conn: conn.execute("INSERT INTO numbers VALUES (?)", (n,))
+
+
+def writes_behind_another_connection(
+    path: Path, later: Callable[[SqliteDatabase], list[Coroutine[Any, Any, Any]]]
+) -> tuple[list[str], list[int]]:
+    """While another connection holds SQLite's write lock, a first write (of 1) waits for it and
+    the `later` writes are handed in behind it: the statements run, and the numbers written."""
     database = SqliteDatabase(path)
     statements: list[str] = []
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
-    async def work():
+    async def work() -> list[int]:
         await database.open()
         await database.write(lambda conn: conn.execute("CREATE TABLE numbers (n)"))
         await database.read(lambda conn: conn.set_trace_callback(statements.append))
         other.execute("BEGIN IMMEDIATE")
-        first = asyncio.ensure_future(
-            database.write(lambda conn: conn.execute("INSERT INTO numbers VALUES (1)"))
-        )
+        first = asyncio.ensure_future(database.write(insert(1)))
         await asyncio.sleep(0.1)  # the worker now waits for the lock with the first write
-        later = [
-            asyncio.ensure_future(
-                database.write(
-                    lambda conn, n=n: conn.execute("INSERT INTO numbers VALUES (?)", (n,))
-                )
-            )
-            for n in (2, 3)
-        ]
+        handed_in = [asyncio.ensure_future(write) for write in later(database)]
         await asyncio.sleep(0.05)
         other.execute("COMMIT")
-        await asyncio.gather(first, *later)
+        await asyncio.gather(first, *handed_in)
         await database.read(lambda conn: conn.set_trace_callback(None))
         rows = await database.read(lambda conn: conn.execute("SELECT n FROM numbers").fetchall())
         await database.close()
         return sorted(row[0] for row in rows)
 
     try:
-        assert in_own_loop(work()) == [1, 2, 3]
+        return statements, in_own_loop(work())
     finally:
         other.close()
-    # BEGIN IMMEDIATE is tried again and again while the other process holds the lock.
-    assert statements.count("COMMIT") == 1
-    assert statements.count("SAVEPOINT lyra_write") == 3
 
 
 def write_behind_the_file_lock(path: Path, hold_s: float) -> tuple[float, float]:

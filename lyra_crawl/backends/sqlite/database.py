@@ -129,21 +129,33 @@ class SqliteDatabase:
 
     # -- running statements on the worker ----------------------------------------------------
 
-    async def _run(self, work: Callable[[], T], *, grouped: bool = False) -> T:
+    async def _run(self, work: Callable[[], T]) -> T:
         if self._worker.stopped:
             raise BackendError(f"database {self.path} is closed")
-        if grouped:
-            return await self._worker.run_grouped(work)
         return await self._worker.run(work)
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work(connection)` on the worker thread, outside any transaction."""
         return await self._run(lambda: work(self._connection()))
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def write(
+        self,
+        work: Callable[[sqlite3.Connection], T],
+        *,
+        before: Callable[[sqlite3.Connection], object] | None = None,
+    ) -> T:
         """`work(connection)` on the worker thread in a BEGIN IMMEDIATE transaction, shared with
-        the writes queued beside it (`_write_group`)."""
-        return await self._run(lambda: work(self._connection()), grouped=True)
+        the writes queued beside it (`_write_group`). With `before`, the transaction is the
+        write's own (with the writes queued after it), and `before(connection)` runs first,
+        outside any transaction, before the write lock is taken: reads that need not hold the
+        lock, so `work` must check that what they read still holds (other processes write
+        meanwhile)."""
+        if self._worker.stopped:
+            raise BackendError(f"database {self.path} is closed")
+        return await self._worker.run_grouped(
+            lambda: work(self._connection()),
+            before=None if before is None else lambda: before(self._connection()),
+        )
 
     async def select(
         self, convert: Callable[[sqlite3.Row], T], sql: str, params: Sequence[Any] = ()

@@ -56,6 +56,9 @@ from lyra_crawl.backends.sqlite.database import SqliteBackend, SqliteDatabase
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
 
+# A save's reads: the stored rows it read whole, and its writes.
+_Matched = tuple[list[sqlite3.Row], list[PaperWrite]]
+
 _PAPER_INSERT = (
     f"INSERT INTO papers (id, {', '.join(PAPER_COLUMNS)}, created_at, updated_at)"
     f" VALUES (?, {', '.join('?' for _ in PAPER_COLUMNS)}, ?, ?)"
@@ -350,18 +353,22 @@ class SqliteStore(SqliteBackend):
     ) -> dict[str, int]:
         now = utc_now()
 
-        def save(conn: sqlite3.Connection) -> dict[str, int]:
+        read: list[tuple[PapersSave, _Matched]] = []
+
+        def read_ahead(conn: sqlite3.Connection) -> None:
+            with no_cyclic_gc():
+                save = PapersSave(
+                    papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+                )
+                save.read_at(_generation(conn))
+                read.append((save, _read(conn, save)))
+
+        def save_them(conn: sqlite3.Connection) -> dict[str, int]:
+            save, ahead = read.pop()
             with no_cyclic_gc():
                 # In one call, so that what the save made is freed before the collector is back
                 # on: else its first collection scans all of it once (~15 ms a save of 1,000).
-                _save_papers(
-                    conn,
-                    PapersSave(
-                        papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
-                    ),
-                    query_id,
-                    now,
-                )
+                _save_papers(conn, save, query_id, now, ahead)
             counts = _link_by_url(conn, query_id, attribution, now)
             conn.executemany(
                 "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
@@ -373,7 +380,7 @@ class SqliteStore(SqliteBackend):
             )
             return counts
 
-        return await self._db.write(save)
+        return await self._db.write(save_them, before=read_ahead)
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
         def copy(conn: sqlite3.Connection) -> None:
@@ -497,6 +504,8 @@ class SqliteStore(SqliteBackend):
             conn.execute(rows.LANDING_PAGE_UPSERT, (*rows.landing_page_values(page), now))
             if abstract is not None:
                 conn.execute(rows.PAPER_FROM_LANDING, (abstract, now, page.paper_id))
+                # A save that read the paper ahead of its transaction must read it again.
+                conn.execute(NEXT_GENERATION)
 
         await self._db.write(record)
 
@@ -866,21 +875,34 @@ def _papers(
     ).fetchall()
 
 
-def _matched(
-    conn: sqlite3.Connection, save: PapersSave
-) -> tuple[list[sqlite3.Row], list[PaperWrite]]:
+def _matched(conn: sqlite3.Connection, save: PapersSave, ahead: _Matched | None = None) -> _Matched:
+    """A save's start in its transaction and its reads: those made `ahead` of it if no save came
+    between (backends.paper_saving), else made now."""
+    fresh = save.start(conn.execute(NEXT_GENERATION).fetchone()[0])
+    return ahead if ahead is not None and fresh else _read(conn, save)
+
+
+def _generation(conn: sqlite3.Connection) -> int:
+    """The store's paper index generation (0 before the first save)."""
+    row = conn.execute("SELECT generation FROM paper_index_generation WHERE id = 1").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _read(conn: sqlite3.Connection, save: PapersSave) -> _Matched:
     """A save's reads (backends.paper_saving), one statement each: the stored rows it reads
     whole, and its writes."""
-    save.start(conn.execute(NEXT_GENERATION).fetchone()[0])
     blocks = _blocks(conn, save.identifier_keys, save.title_keys)
     titled = _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
     stored = _papers(conn, ("*",), save.candidate_ids(titled))
     return stored, save.writes(stored, _words(conn, save.title_words(stored)))
 
 
-def _save_papers(conn: sqlite3.Connection, save: PapersSave, query_id: int, now: str) -> None:
-    """Match and write a query's papers, and link its items to their rows."""
-    _, writes = _matched(conn, save)
+def _save_papers(
+    conn: sqlite3.Connection, save: PapersSave, query_id: int, now: str, ahead: _Matched | None
+) -> None:
+    """Match and write a query's papers (`ahead`: as read before the transaction), and link its
+    items to their rows."""
+    _, writes = _matched(conn, save, ahead)
     paper_ids = _written(conn, save, writes, now)
     conn.executemany(
         "UPDATE serp_items SET paper_id = ? WHERE query_id = ? AND normalized_url = ?",

@@ -11,7 +11,9 @@ Jobs handed in with `run_grouped` that wait in the queue one after another run a
 `group_runner` gets the first one's function and `more`, which takes the grouped jobs queued by
 now, and returns each one's outcome, in the order taken. The SQLite writer asks for `more` once it
 holds the write lock, so writes queued while another process held it share one lock and one
-commit, which is what lets two crawl processes on one file both go on working.
+commit, which is what lets two crawl processes on one file both go on working. A grouped job may
+bring `before`, run ahead of the runner (the SQLite writer's reads made before it takes the
+lock): such a job opens a group, never joins one.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class _Job:
     answer: asyncio.Future[Any]
     work: Work
     grouped: bool
+    before: Work | None = None
 
 
 class WorkerThread:
@@ -65,11 +68,14 @@ class WorkerThread:
         """`work()` on the worker thread; its result or exception, here."""
         return await self._submit(work, grouped=False)
 
-    async def run_grouped(self, work: Callable[[], T]) -> T:
-        """`work()` on the worker thread, with the grouped jobs queued right beside it."""
-        return await self._submit(work, grouped=self._group_runner is not None)
+    async def run_grouped(self, work: Callable[[], T], *, before: Work | None = None) -> T:
+        """`work()` on the worker thread, with the grouped jobs queued right beside it;
+        with `before`, `before()` first, and the job opens a group of its own."""
+        return await self._submit(work, grouped=self._group_runner is not None, before=before)
 
-    async def _submit(self, work: Callable[[], T], *, grouped: bool) -> T:
+    async def _submit(
+        self, work: Callable[[], T], *, grouped: bool, before: Work | None = None
+    ) -> T:
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[T] = loop.create_future()
         with self._lock:
@@ -79,7 +85,7 @@ class WorkerThread:
                 self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
                 self._thread.start()
                 atexit.register(self.stop)
-            self._jobs.put(_Job(loop, answer, work, grouped))
+            self._jobs.put(_Job(loop, answer, work, grouped, before))
         return await answer
 
     def stop(self) -> None:
@@ -117,6 +123,8 @@ class WorkerThread:
             return [job.work for job in taken]
 
         try:
+            if first.before is not None:
+                first.before()
             outcomes = self._group_runner(first.work, more)
         except BaseException as exc:
             outcomes = [(None, exc)] * len(group)
@@ -124,14 +132,15 @@ class WorkerThread:
             _answer(job, outcome)
 
     def _queued_grouped(self) -> list[_Job]:
-        """The grouped jobs queued now, up to the first other one (kept to run next)."""
+        """The grouped jobs queued now, up to the first other one or one with `before`, which
+        opens a group of its own (kept to run next)."""
         taken: list[_Job] = []
         while isinstance(self._held, _Nothing):
             try:
                 queued = self._jobs.get_nowait()
             except queue.Empty:
                 break
-            if queued is None or not queued.grouped:
+            if queued is None or not queued.grouped or queued.before is not None:
                 self._held = queued
             else:
                 taken.append(queued)
