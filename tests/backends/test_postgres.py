@@ -1,17 +1,21 @@
 """What only the PostgreSQL store has to show, on a real server: its schema version applied once
 however many nodes open it at once, batch entries spread over processes without a double take,
-and clear errors that never show the password."""
+an abstract from a landing page never written between a paper save's reads and writes, and clear
+errors that never show the password."""
 
 from __future__ import annotations
+
+import asyncio
 
 import psycopg
 import pytest
 
 from lyra_crawl.backends import Backends, open_backends, redact_url, sqlite_url, urls_from_settings
 from lyra_crawl.backends.postgres.database import SCHEMA_VERSION
-from lyra_crawl.backends.records import BackendError
+from lyra_crawl.backends.postgres.store import PAPERS_LOCK
+from lyra_crawl.backends.records import BackendError, LandingPage, PageRecord
 from tests.backends.test_coordination import numbered_batch, run_together
-from tests.backends.test_store import postgres_store, record
+from tests.backends.test_store import item, paper, postgres_store, record
 from tests.conftest import in_own_loop, run_scrapy, scrapy_env
 from tests.servers.postgres import PASSWORD
 
@@ -132,3 +136,58 @@ def test_a_crawl_with_postgresql_unreachable_prints_one_error_and_sends_nothing(
     assert "Traceback" not in result.stderr
     assert PASSWORD not in result.stdout + result.stderr
     assert simulator.requests() == []
+
+
+def test_an_abstract_from_a_landing_page_waits_for_a_paper_save_in_progress(postgres_url, tmp_path):
+    # A save reads the papers it matches and writes them whole, under the papers lock: an
+    # abstract read from a landing page meanwhile waits for it, else the save wrote the paper
+    # over it as it had read it, without the abstract.
+    abstract = "An abstract read from the paper's landing page while a save was in progress."
+
+    async def work(backends):
+        store = backends.store
+        query_id = await store.start_query(record(task_id="t"))
+        await store.store_page(
+            PageRecord(query_id, "openalex", 1, "ok", 1),
+            [item(query_id, 1, "https://a/", source="openalex", kind="api")],
+        )
+        await store.save_papers(
+            query_id,
+            [(paper(1, doi="10.1234/a"), ["https://a/"])],
+            {},
+            {"api_only": 1},
+            min_abstract_chars=10,
+        )
+        (queued,) = await store.papers_to_read(task_id="t")
+        with psycopg.connect(postgres_url, autocommit=True) as saving:
+            saving.execute("SELECT pg_advisory_lock(%s)", (PAPERS_LOCK,))  # a save's lock
+            landing = asyncio.ensure_future(
+                store.record_landing_page(
+                    LandingPage(queued.paper_id, queued.fetch_url, "abstract", "", 200, "x"),
+                    abstract,
+                )
+            )
+            await waiting_for_an_advisory_lock(saving)
+            during = saving.execute(
+                "SELECT abstract FROM papers WHERE id = %s", (queued.paper_id,)
+            ).fetchone()
+            saving.execute("SELECT pg_advisory_unlock(%s)", (PAPERS_LOCK,))
+        await landing
+        (stored,) = await store.papers_of(query_id)
+        return during, stored
+
+    during, stored = postgres_store(postgres_url, tmp_path).run(work)
+    assert during == (None,), "not written while the save held the lock"
+    assert stored.abstract == abstract
+    assert stored.evidence == "abstract"
+
+
+async def waiting_for_an_advisory_lock(conn: psycopg.Connection, timeout_s: float = 10) -> None:
+    for _ in range(int(timeout_s / 0.01)):
+        waiting = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        ).fetchone()
+        if waiting == (1,):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("nobody waited for the papers lock")

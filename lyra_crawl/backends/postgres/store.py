@@ -516,6 +516,8 @@ class PostgresStore:
                 rows.postgres(rows.LANDING_PAGE_UPSERT), (*rows.landing_page_values(page), now)
             )
             if abstract is not None:
+                # A save in progress read the paper and writes it whole: after it, not between.
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
                 await conn.execute(
                     rows.postgres(rows.PAPER_FROM_LANDING), (abstract, now, page.paper_id)
                 )
