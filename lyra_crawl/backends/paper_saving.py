@@ -29,11 +29,12 @@ write of it batch-shaped, one statement each over all the query's papers:
    is (`LINKS_BY_URL`); the paper then counts the result's source among its sources
    (`UrlLinks`), and the query counts it as `serp_only`.
 
-SQLite makes the reads and the matching of step 1 and 2 ahead of the transaction, outside the
-file's write lock that every other write of every process on the file waits for
-(`PapersSave.read_at`, at the generation they read), and keeps them when the transaction's
-generation is the next one: no save, nor an abstract read from a landing page, came between.
-Else it makes them again in the transaction. Reading and matching are most of a save's time.
+Both stores make the reads and the matching of steps 1 and 2 ahead of the transaction, outside
+the lock every other save waits for (SQLite's write lock, which every write of every process on
+the file waits for; PostgreSQL's papers lock, every node's saves), at the generation they read
+(`PapersSave.read_at`), and keep them when the transaction's generation is the next one: no
+save, nor an abstract read from a landing page, came between. Else they are made again in the
+transaction. Reading and matching are most of a save's time.
 
 Column values merge as COALESCE would, the stored row first: its identifiers, title, year and
 venue stay; the longest abstract wins; authors are the first non-empty list; the kept records,

@@ -14,8 +14,14 @@ from lyra_crawl.backends import Backends, open_backends, redact_url, sqlite_url,
 from lyra_crawl.backends.postgres.database import SCHEMA_VERSION
 from lyra_crawl.backends.postgres.store import PAPERS_LOCK
 from lyra_crawl.backends.records import BackendError, LandingPage, PageRecord
+from tests.backends.lock_holders import waiting_for_an_advisory_lock
 from tests.backends.test_coordination import numbered_batch, run_together
-from tests.backends.test_store import item, paper, postgres_store, record
+from tests.backends.test_store import (
+    item,
+    paper,
+    postgres_store,
+    record,
+)
 from tests.conftest import in_own_loop, run_scrapy, scrapy_env
 from tests.servers.postgres import PASSWORD
 
@@ -180,14 +186,3 @@ def test_an_abstract_from_a_landing_page_waits_for_a_paper_save_in_progress(post
     assert during == (None,), "not written while the save held the lock"
     assert stored.abstract == abstract
     assert stored.evidence == "abstract"
-
-
-async def waiting_for_an_advisory_lock(conn: psycopg.Connection, timeout_s: float = 10) -> None:
-    for _ in range(int(timeout_s / 0.01)):
-        waiting = conn.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-        ).fetchone()
-        if waiting == (1,):
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("nobody waited for the papers lock")

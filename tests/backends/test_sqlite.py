@@ -4,12 +4,9 @@ backend in test_store.py."""
 
 from __future__ import annotations
 
-import asyncio
-import fcntl
 import os
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -21,17 +18,16 @@ from lyra_crawl.backends import (
     sqlite_url,
     urls_from_settings,
 )
-from lyra_crawl.backends.paper_saving import LINKS_BY_URL, NEXT_GENERATION
+from lyra_crawl.backends.paper_saving import LINKS_BY_URL
 from lyra_crawl.backends.records import (
     BackendError,
-    LandingPage,
     PageRecord,
 )
-from lyra_crawl.backends.rows import ITEM_COLUMNS, PAPER_FROM_LANDING
+from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
 from lyra_crawl.paging.ledger import PageLedger
-from tests.backends.test_store import item, paper, record
-from tests.conftest import in_own_loop, query_db, with_store
+from tests.backends.test_store import record
+from tests.conftest import in_own_loop, with_store
 
 HERE = Path(__file__).parent
 
@@ -272,85 +268,3 @@ def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
     assert any(
         step.startswith("SEARCH item USING INDEX") and "(query_id=?)" in step for step in plan
     )
-
-
-def test_a_save_reads_again_what_another_process_wrote_while_it_waited_for_the_lock(tmp_path):
-    # A save reads and matches a query's papers ahead of its transaction, outside the write
-    # lock. An abstract another process reads from the paper's landing page meanwhile is kept:
-    # that write moves the paper index's generation on, so the save reads the paper again in
-    # its transaction (without it, the save wrote the row as it read it ahead: no abstract).
-    path = tmp_path / "ahead.sqlite3"
-    abstract = "An abstract read from the paper's landing page by another process."
-
-    async def found(store, query_id: int, source: str) -> None:
-        await store.store_page(
-            PageRecord(query_id, source, 1, "ok", 1),
-            [item(query_id, 1, "https://a/", source=source, kind="api")],
-        )
-
-    async def save(store, query_id: int, source: str) -> None:
-        await store.save_papers(
-            query_id,
-            [(paper(query_id, doi="10.1234/a", sources={source}), ["https://a/"])],
-            {},
-            {"api_only": 1},
-            min_abstract_chars=10,
-        )
-
-    def generation() -> int:
-        return query_db(path, "SELECT generation FROM paper_index_generation")[0][0]
-
-    async def work(backends):
-        store = backends.store
-        first = await store.start_query(record(task_id="t"))
-        await found(store, first, "openalex")
-        await save(store, first, "openalex")
-        (queued,) = await store.papers_to_read(task_id="t")
-        before = generation()
-        await store.record_landing_page(
-            LandingPage(queued.paper_id, queued.fetch_url, "blocked", "HTTP 403", 403), abstract
-        )
-        assert generation() == before + 1, "an abstract from a landing page moves it on"
-        await asyncio.to_thread(forget_the_abstract, path, queued.paper_id)
-
-        second = await store.start_query(record(task_id="t"))
-        await found(store, second, "semantic_scholar")
-        lock = os.open(f"{path}-lock", os.O_RDWR)
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process's write in progress
-        try:
-            saving = asyncio.ensure_future(save(store, second, "semantic_scholar"))
-            await asyncio.to_thread(wait_for_a_waiter_on, path)  # it read ahead, then waited
-            with sqlite3.connect(path, isolation_level=None) as other:
-                other.execute("BEGIN IMMEDIATE")  # what record_landing_page writes
-                other.execute(PAPER_FROM_LANDING, (abstract, "2026-11-26", queued.paper_id))
-                other.execute(NEXT_GENERATION)
-                other.execute("COMMIT")
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            os.close(lock)
-        await saving
-        return await store.papers_of(second)
-
-    (stored,) = with_store(path, work)
-    assert stored.abstract == abstract
-    assert stored.evidence == "abstract"
-    assert stored.sources == ("openalex", "semantic_scholar")
-
-
-def forget_the_abstract(path: Path, paper_id: int) -> None:
-    with sqlite3.connect(path) as conn:
-        conn.execute(
-            "UPDATE papers SET abstract = NULL, evidence = 'fetch' WHERE id = ?", (paper_id,)
-        )
-
-
-def wait_for_a_waiter_on(path: Path, timeout_s: float = 10) -> None:
-    """Until a process waits for the write lock of the database at `path` (/proc/locks)."""
-    inode = f":{os.stat(f'{path}-lock').st_ino} "
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with open("/proc/locks") as locks:
-            if any("-> FLOCK" in line and inode in line for line in locks):
-                return
-        time.sleep(0.01)
-    raise AssertionError(f"nobody waited for {path}-lock")

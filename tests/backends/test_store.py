@@ -6,6 +6,7 @@ record they return.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
@@ -21,7 +22,7 @@ from typing import Any, TypeVar
 import psycopg
 import pytest
 
-from lyra_crawl.backends import Backends, sqlite_url, with_backends
+from lyra_crawl.backends import Backends, sqlite_path, sqlite_url, with_backends
 from lyra_crawl.backends.records import (
     CitationFetch,
     EntrySpec,
@@ -29,10 +30,12 @@ from lyra_crawl.backends.records import (
     PageRecord,
     QueryRecord,
     StoredItem,
+    StoredPaper,
 )
 from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
+from tests.backends.lock_holders import FileLockHolder, PapersLockHolder
 from tests.conftest import in_own_loop
 
 T = TypeVar("T")
@@ -654,3 +657,57 @@ def test_the_same_calls_give_the_same_records_on_both_backends(tmp_path, postgre
     # Timestamps are of the records' one form on both.
     started = dict(on_postgres)["query started"].started_at
     assert INSTANT.fullmatch(started), started
+
+
+def test_a_save_reads_again_what_another_process_wrote_while_it_waited_for_the_lock(store):
+    # A save reads and matches a query's papers ahead of its transaction, outside the lock
+    # every save takes. An abstract another process reads from the paper's landing page
+    # meanwhile is kept: that write moves the paper index's generation on, so the save reads
+    # the paper again in its transaction (else it wrote the row as it read it: no abstract).
+    abstract = "An abstract read from the paper's landing page by another process."
+    other = (
+        FileLockHolder(sqlite_path(store.settings["LYRA_DB_URL"]))
+        if store.name == "sqlite"
+        else PapersLockHolder(store.settings["LYRA_DB_URL"])
+    )
+
+    async def work(backends: Backends) -> tuple[StoredPaper, int]:
+        # One query's paper saved; a second query's save of it reads ahead, then waits for the
+        # other process, which writes the abstract meanwhile.
+        papers = backends.store
+
+        async def save(query_id: int, source: str) -> None:
+            await papers.save_papers(
+                query_id,
+                [(paper(query_id, doi="10.1234/a", sources={source}), ["https://a/"])],
+                {},
+                {"api_only": 1},
+                min_abstract_chars=10,
+            )
+
+        first, second = [await papers.start_query(record(task_id="t")) for _ in range(2)]
+        for query_id, source in ((first, "openalex"), (second, "semantic_scholar")):
+            await papers.store_page(
+                PageRecord(query_id, source, 1, "ok", 1),
+                [item(query_id, 1, "https://a/", source=source, kind="api")],
+            )
+        await save(first, "openalex")
+        (queued,) = await papers.papers_to_read(task_id="t")
+        with other:
+            saving = asyncio.ensure_future(save(second, "semantic_scholar"))
+            await other.waited_for()  # it read ahead, then waited
+            await other.write_abstract(queued.paper_id, abstract)
+        await saving
+        (stored,) = await papers.papers_of(second)
+        before = other.generation()
+        await papers.record_landing_page(
+            LandingPage(queued.paper_id, queued.fetch_url, "abstract", "", 200, "x"), abstract
+        )
+        return stored, other.generation() - before
+
+    stored, moved_on = store.run(work)
+
+    assert stored.abstract == abstract
+    assert stored.evidence == "abstract"
+    assert stored.sources == ("openalex", "semantic_scholar")
+    assert moved_on == 1, "an abstract from a landing page moves the generation on"

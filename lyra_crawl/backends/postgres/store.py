@@ -10,6 +10,7 @@ again once its lease runs out.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 from collections.abc import Mapping, Sequence
@@ -115,11 +116,16 @@ async def _dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str
     return await cursor.fetchall()
 
 
+# A save's reads: the stored rows it read whole, and its writes.
+_Matched = tuple[list[Any], list[PaperWrite]]
+
+
 class PostgresStore:
     def __init__(self, database: PostgresDatabase) -> None:
         self._db = database
-        # Used under the papers lock only, one save after another.
+        # Used by one save at a time (`_saving`).
         self._paper_titles = StoredTitles()
+        self._saving = asyncio.Lock()
 
     @property
     def url(self) -> str:
@@ -371,34 +377,46 @@ class PostgresStore:
         *,
         min_abstract_chars: int,
     ) -> dict[str, int]:
-        async with self._db.transaction() as conn:
-            # The paper index is read and then written: paper saves run one at a time across
-            # every node, as SQLite's write lock makes them.
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
+        # One save of this process at a time (they share the titles kept), its reads and
+        # matching ahead of the papers lock, which every node's saves take in turn, then the
+        # writes under it (backends.paper_saving).
+        async with self._saving:
             with no_cyclic_gc():
                 save = PapersSave(
                     papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
                 )
-                _, writes = await _matched(conn, save)
-                paper_ids = await _written(conn, save, writes)
-            cursor = conn.cursor()
-            await cursor.executemany(
-                "UPDATE serp_items SET paper_id = %s WHERE query_id = %s AND normalized_url = %s",
-                [
-                    (paper_id, query_id, url)
-                    for paper_id, write in zip(paper_ids, writes, strict=True)
-                    for url in write.urls
-                ],
-            )
-            counts = await _link_by_url(conn, query_id, attribution)
-            await cursor.executemany(
-                "UPDATE serp_items SET fused_rank = %s WHERE query_id = %s AND normalized_url = %s",
-                [(rank, query_id, url) for url, rank in fused_ranks.items()],
-            )
-            await conn.execute(
-                "UPDATE queries SET attribution = %s WHERE id = %s", (Jsonb(counts), query_id)
-            )
+                ahead = await self._read_ahead(save)
+            async with self._db.transaction() as conn:
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
+                with no_cyclic_gc():
+                    _, writes = await _matched(conn, save, ahead)
+                    paper_ids = await _written(conn, save, writes)
+                cursor = conn.cursor()
+                await cursor.executemany(
+                    "UPDATE serp_items SET paper_id = %s"
+                    " WHERE query_id = %s AND normalized_url = %s",
+                    [
+                        (paper_id, query_id, url)
+                        for paper_id, write in zip(paper_ids, writes, strict=True)
+                        for url in write.urls
+                    ],
+                )
+                counts = await _link_by_url(conn, query_id, attribution)
+                await cursor.executemany(
+                    "UPDATE serp_items SET fused_rank = %s"
+                    " WHERE query_id = %s AND normalized_url = %s",
+                    [(rank, query_id, url) for url, rank in fused_ranks.items()],
+                )
+                await conn.execute(
+                    "UPDATE queries SET attribution = %s WHERE id = %s", (Jsonb(counts), query_id)
+                )
         return counts
+
+    async def _read_ahead(self, save: PapersSave) -> _Matched:
+        """A save's reads and matching outside the papers lock, at the generation they read."""
+        async with self._db.transaction() as conn:
+            save.read_at(await _generation(conn))
+            return await _read(conn, save)
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
         async with self._db.transaction() as conn:
@@ -444,7 +462,7 @@ class PostgresStore:
     async def store_citation_page(
         self, fetch: CitationFetch, papers: Sequence[CanonicalPaper], *, min_abstract_chars: int
     ) -> int:
-        async with self._db.transaction() as conn:
+        async with self._saving, self._db.transaction() as conn:
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
             with no_cyclic_gc():
                 save = PapersSave(
@@ -516,11 +534,13 @@ class PostgresStore:
                 rows.postgres(rows.LANDING_PAGE_UPSERT), (*rows.landing_page_values(page), now)
             )
             if abstract is not None:
-                # A save in progress read the paper and writes it whole: after it, not between.
+                # A save in progress read the paper and writes it whole: after it, not between;
+                # one that read it ahead of the lock must read it again.
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
                 await conn.execute(
                     rows.postgres(rows.PAPER_FROM_LANDING), (abstract, now, page.paper_id)
                 )
+                await conn.execute(NEXT_GENERATION)
 
     async def landing_pages(
         self, *, task_id: str | None = None, query_id: int | None = None
@@ -877,10 +897,22 @@ async def _papers(conn: Connection, columns: Sequence[str], ids: Sequence[int]):
     )
 
 
-async def _matched(conn: Connection, save: PapersSave) -> tuple[list[Any], list[PaperWrite]]:
+async def _matched(conn: Connection, save: PapersSave, ahead: _Matched | None = None) -> _Matched:
+    """A save's start under the papers lock and its reads: those made `ahead` of it if no save
+    came between (backends.paper_saving), else made now."""
+    fresh = save.start(await _one(conn, NEXT_GENERATION))
+    return ahead if ahead is not None and fresh else await _read(conn, save)
+
+
+async def _generation(conn: Connection) -> int:
+    """The store's paper index generation (0 before the first save)."""
+    found = await _fetch(conn, "SELECT generation FROM paper_index_generation WHERE id = 1")
+    return int(found[0][0]) if found else 0
+
+
+async def _read(conn: Connection, save: PapersSave) -> _Matched:
     """A save's reads (backends.paper_saving), one statement each: the stored rows it reads
     whole, and its writes."""
-    save.start(await _one(conn, NEXT_GENERATION))
     blocks = await _blocks(conn, save.identifier_keys, save.title_keys)
     titled = await _papers(conn, TITLE_COLUMNS, save.titled_ids(blocks))
     stored = await _papers(conn, ("*",), save.candidate_ids(titled))
