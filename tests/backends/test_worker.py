@@ -54,6 +54,20 @@ def test_answers_and_errors_come_back_in_the_order_handed_in():
     assert done == [0, 1, 2]
 
 
+def test_a_job_with_reads_before_runs_them_first_on_the_worker_even_without_groups():
+    worker = WorkerThread("lyra-test")  # no group runner: every job runs alone
+    ran: list[tuple[str, str]] = []
+
+    def note(step: str) -> None:
+        ran.append((step, threading.current_thread().name))
+
+    try:
+        in_own_loop(worker.run_grouped(lambda: note("work"), before=lambda: note("before")))
+    finally:
+        worker.stop()
+    assert ran == [("before", "lyra-test"), ("work", "lyra-test")]
+
+
 def test_stopping_lets_handed_in_work_finish_then_refuses_more():
     worker = WorkerThread("lyra-test")
 

@@ -70,7 +70,8 @@ class WorkerThread:
 
     async def run_grouped(self, work: Callable[[], T], *, before: Work | None = None) -> T:
         """`work()` on the worker thread, with the grouped jobs queued right beside it;
-        with `before`, `before()` first, and the job opens a group of its own."""
+        with `before`, `before()` first, and the job opens a group of its own (without a
+        group runner, every job runs alone, `before()` first)."""
         return await self._submit(work, grouped=self._group_runner is not None, before=before)
 
     async def _submit(
@@ -111,7 +112,7 @@ class WorkerThread:
             if job.grouped:
                 self._run_group(job)
             else:
-                _answer(job, _outcome(job.work))
+                _answer(job, _outcome(job.work, job.before))
 
     def _run_group(self, first: _Job) -> None:
         assert self._group_runner is not None
@@ -154,8 +155,10 @@ class _Nothing:
 _NOTHING = _Nothing()
 
 
-def _outcome(work: Work) -> Outcome:
+def _outcome(work: Work, before: Work | None = None) -> Outcome:
     try:
+        if before is not None:
+            before()
         return work(), None
     except BaseException as exc:
         return None, exc
