@@ -6,6 +6,7 @@ errors that never show the password."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import psycopg
 import pytest
@@ -13,14 +14,14 @@ import pytest
 from lyra_crawl.backends import Backends, open_backends, redact_url, sqlite_url, urls_from_settings
 from lyra_crawl.backends.postgres.database import SCHEMA_VERSION
 from lyra_crawl.backends.postgres.store import PAPERS_LOCK
-from lyra_crawl.backends.records import BackendError, LandingPage, PageRecord
+from lyra_crawl.backends.records import BackendError, LandingPage
 from tests.backends.lock_holders import waiting_for_an_advisory_lock
 from tests.backends.test_coordination import numbered_batch, run_together
 from tests.backends.test_store import (
-    item,
-    paper,
     postgres_store,
     record,
+    save_the_paper,
+    store_the_result,
 )
 from tests.conftest import in_own_loop, run_scrapy, scrapy_env
 from tests.servers.postgres import PASSWORD
@@ -147,42 +148,42 @@ def test_a_crawl_with_postgresql_unreachable_prints_one_error_and_sends_nothing(
 def test_an_abstract_from_a_landing_page_waits_for_a_paper_save_in_progress(postgres_url, tmp_path):
     # A save reads the papers it matches and writes them whole, under the papers lock: an
     # abstract read from a landing page meanwhile waits for it, else the save wrote the paper
-    # over it as it had read it, without the abstract.
+    # over it as it had read it, without the abstract. It waits before it touches the paper's
+    # landing page, which a save merging the paper into another moves: else each waited for
+    # the other.
     abstract = "An abstract read from the paper's landing page while a save was in progress."
 
     async def work(backends):
         store = backends.store
         query_id = await store.start_query(record(task_id="t"))
-        await store.store_page(
-            PageRecord(query_id, "openalex", 1, "ok", 1),
-            [item(query_id, 1, "https://a/", source="openalex", kind="api")],
-        )
-        await store.save_papers(
-            query_id,
-            [(paper(1, doi="10.1234/a"), ["https://a/"])],
-            {},
-            {"api_only": 1},
-            min_abstract_chars=10,
-        )
+        await store_the_result(store, query_id, "openalex")
+        await save_the_paper(store, query_id, "openalex")
         (queued,) = await store.papers_to_read(task_id="t")
+        asked = LandingPage(queued.paper_id, queued.fetch_url, "blocked", "HTTP 403", 403)
+        await store.record_landing_page(asked, None)
         with psycopg.connect(postgres_url, autocommit=True) as saving:
             saving.execute("SELECT pg_advisory_lock(%s)", (PAPERS_LOCK,))  # a save's lock
             landing = asyncio.ensure_future(
                 store.record_landing_page(
-                    LandingPage(queued.paper_id, queued.fetch_url, "abstract", "", 200, "x"),
-                    abstract,
+                    replace(asked, outcome="abstract", detail="", http_status=200), abstract
                 )
             )
             await waiting_for_an_advisory_lock(saving)
             during = saving.execute(
                 "SELECT abstract FROM papers WHERE id = %s", (queued.paper_id,)
             ).fetchone()
+            saving.execute("SET lock_timeout = '2s'")
+            moved = saving.execute(  # as a save moves the landing pages of a paper it merges
+                "UPDATE landing_pages SET paper_id = paper_id WHERE paper_id = %s",
+                (queued.paper_id,),
+            ).rowcount
             saving.execute("SELECT pg_advisory_unlock(%s)", (PAPERS_LOCK,))
         await landing
         (stored,) = await store.papers_of(query_id)
-        return during, stored
+        return during, moved, stored
 
-    during, stored = postgres_store(postgres_url, tmp_path).run(work)
+    during, moved, stored = postgres_store(postgres_url, tmp_path).run(work)
     assert during == (None,), "not written while the save held the lock"
+    assert moved == 1, "the landing page was not held while waiting for the lock"
     assert stored.abstract == abstract
     assert stored.evidence == "abstract"

@@ -675,26 +675,13 @@ def test_a_save_reads_again_what_another_process_wrote_while_it_waited_for_the_l
         # One query's paper saved; a second query's save of it reads ahead, then waits for the
         # other process, which writes the abstract meanwhile.
         papers = backends.store
-
-        async def save(query_id: int, source: str) -> None:
-            await papers.save_papers(
-                query_id,
-                [(paper(query_id, doi="10.1234/a", sources={source}), ["https://a/"])],
-                {},
-                {"api_only": 1},
-                min_abstract_chars=10,
-            )
-
         first, second = [await papers.start_query(record(task_id="t")) for _ in range(2)]
         for query_id, source in ((first, "openalex"), (second, "semantic_scholar")):
-            await papers.store_page(
-                PageRecord(query_id, source, 1, "ok", 1),
-                [item(query_id, 1, "https://a/", source=source, kind="api")],
-            )
-        await save(first, "openalex")
+            await store_the_result(papers, query_id, source)
+        await save_the_paper(papers, first, "openalex")
         (queued,) = await papers.papers_to_read(task_id="t")
         with other:
-            saving = asyncio.ensure_future(save(second, "semantic_scholar"))
+            saving = asyncio.ensure_future(save_the_paper(papers, second, "semantic_scholar"))
             await other.waited_for()  # it read ahead, then waited
             await other.write_abstract(queued.paper_id, abstract)
         await saving
@@ -711,3 +698,22 @@ def test_a_save_reads_again_what_another_process_wrote_while_it_waited_for_the_l
     assert stored.evidence == "abstract"
     assert stored.sources == ("openalex", "semantic_scholar")
     assert moved_on == 1, "an abstract from a landing page moves the generation on"
+
+
+async def store_the_result(store: Any, query_id: int, source: str) -> None:
+    """The page of `source` for the query with one API result, at https://a/."""
+    await store.store_page(
+        PageRecord(query_id, source, 1, "ok", 1),
+        [item(query_id, 1, "https://a/", source=source, kind="api")],
+    )
+
+
+async def save_the_paper(store: Any, query_id: int, source: str) -> None:
+    """The query's one paper (DOI 10.1234/a, at https://a/), as `source` found it, saved."""
+    await store.save_papers(
+        query_id,
+        [(paper(query_id, doi="10.1234/a", sources={source}), ["https://a/"])],
+        {},
+        {"api_only": 1},
+        min_abstract_chars=10,
+    )

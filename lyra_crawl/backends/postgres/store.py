@@ -528,15 +528,17 @@ class PostgresStore:
 
     async def record_landing_page(self, page: LandingPage, abstract: str | None) -> None:
         async with self._db.transaction() as conn:
+            if abstract is not None:
+                # A save in progress read the paper and writes it whole: after it, not between;
+                # one that read it ahead of the lock must read it again. Taken first, as a save
+                # takes it before the landing pages it moves: else each would wait for the other.
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
             # The server's clock, as for every timestamp in PostgreSQL.
             now = await _one(conn, "SELECT now()")
             await conn.execute(
                 rows.postgres(rows.LANDING_PAGE_UPSERT), (*rows.landing_page_values(page), now)
             )
             if abstract is not None:
-                # A save in progress read the paper and writes it whole: after it, not between;
-                # one that read it ahead of the lock must read it again.
-                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (PAPERS_LOCK,))
                 await conn.execute(
                     rows.postgres(rows.PAPER_FROM_LANDING), (abstract, now, page.paper_id)
                 )

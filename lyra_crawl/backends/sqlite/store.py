@@ -364,11 +364,10 @@ class SqliteStore(SqliteBackend):
                 read.append((save, _read(conn, save)))
 
         def save_them(conn: sqlite3.Connection) -> dict[str, int]:
-            save, ahead = read.pop()
             with no_cyclic_gc():
                 # In one call, so that what the save made is freed before the collector is back
                 # on: else its first collection scans all of it once (~15 ms a save of 1,000).
-                _save_papers(conn, save, query_id, now, ahead)
+                _save_papers(conn, query_id, now, *read.pop())
             counts = _link_by_url(conn, query_id, attribution, now)
             conn.executemany(
                 "UPDATE serp_items SET fused_rank = ? WHERE query_id = ? AND normalized_url = ?",
@@ -898,7 +897,7 @@ def _read(conn: sqlite3.Connection, save: PapersSave) -> _Matched:
 
 
 def _save_papers(
-    conn: sqlite3.Connection, save: PapersSave, query_id: int, now: str, ahead: _Matched | None
+    conn: sqlite3.Connection, query_id: int, now: str, save: PapersSave, ahead: _Matched
 ) -> None:
     """Match and write a query's papers (`ahead`: as read before the transaction), and link its
     items to their rows."""
