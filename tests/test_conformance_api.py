@@ -294,6 +294,8 @@ def parse_project_page(rel: str) -> ParseResult:
 def project_outcome(entry: dict) -> Outcome:
     if entry.get("outcome"):
         return Outcome(entry["outcome"])
+    if entry["blocked"]:
+        return Outcome(entry["block_kind"])
     if entry.get("error"):
         return Outcome.ERROR
     return Outcome.OK if entry["organic"] else Outcome.EMPTY
@@ -322,7 +324,7 @@ def test_project_api_page_parses_as_its_entry_says(rel: str) -> None:
 
     assert result.outcome is project_outcome(entry), result.detail
     assert len(result.results) == entry["organic"]
-    assert not result.blocked
+    assert result.blocked is entry["blocked"]
 
 
 @pytest.mark.parametrize("rel", sorted(FOREIGN_SHAPES))

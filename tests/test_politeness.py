@@ -232,6 +232,26 @@ async def test_429_cools_down_for_its_retry_after(start_simulator, db_path):
     assert intervention["kind"] == "rate_limited"
 
 
+@pytest.mark.parametrize("engine", ["wikipedia", "wikidata"])
+@pytest_twisted.ensureDeferred
+async def test_a_mediawiki_api_whose_replicas_lag_cools_down_for_its_retry_after(
+    engine, start_simulator, db_path
+):
+    # The replicas lag 8 s: an answer only to requests asking maxlag=5 or less, as MediaWiki's.
+    simulator = start_simulator("--replica-lag", f"{engine}:8")
+    before = time.time()
+    await run_crawl(simulator, db_path, query="kelp", engine=engine, serp_max_pages=3)
+
+    (request,) = simulator.requests(engine)
+    assert request["params"]["maxlag"] == "5"
+    (page,) = query_db(db_path, "SELECT outcome, results FROM serp_pages")
+    assert (page["outcome"], page["results"]) == ("rate_limited", 0)
+    breaker = health(db_path, engine)
+    assert breaker["last_reason"] == "rate_limited"
+    assert before + 5 <= breaker["open_until"] < time.time() + 5
+    assert stop_reasons(db_path) == [{engine: "blocked"}]
+
+
 @pytest_twisted.ensureDeferred
 async def test_dropped_connections_keep_earlier_pages_and_open_the_breaker(
     start_simulator, db_path, config_dir

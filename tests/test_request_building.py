@@ -71,6 +71,11 @@ def test_startpage_posts_the_token_its_home_page_handed_over() -> None:
     assert dict(request.formdata or ()) == {"query": QUERY, "cat": "web", "sc": "abc123"}
 
 
+@pytest.mark.parametrize("engine", ["wikipedia", "wikidata"])
+def test_mediawiki_apis_are_asked_not_to_answer_while_their_replicas_lag(engine: str) -> None:
+    assert [params(engine, page).get("maxlag") for page in (1, 2, 3)] == ["5", "5", "5"]
+
+
 def test_wikipedia_language_is_the_subdomain() -> None:
     request = build_page_request(CONFIG.engine("wikipedia"), QUERY, 1, region="de")
 

@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 import lxml.html
 
 from lyra_crawl.config import EngineSpec
-from lyra_crawl.engines.base import Extracted, SerpResult, record_results
+from lyra_crawl.engines.base import Extracted, Outcome, SerpResult, record_results
 from lyra_crawl.engines.request import expected_host
 from lyra_crawl.engines.shapes import foreign_records, json_document, key_paths, layout_changed
 
@@ -25,6 +25,7 @@ WIKIPEDIA_SHAPE = "query.search, or query.pages ranked by index (a search genera
 WIKIDATA_SHAPE = "search (a list, from wbsearchentities)"
 # A generator's page carries its rank; pages of prop=…&titles= or geosearch do not.
 RANKED_PAGE = ("title", "index")
+MAXLAG = "maxlag"
 
 
 def _text(fragment: str) -> str:
@@ -37,13 +38,20 @@ def _text(fragment: str) -> str:
 
 
 def _api_document(body: bytes, expected: str) -> tuple[dict[str, Any], Extracted | None]:
-    """The decoded answer, or the page it makes when it is the API's error or no object."""
+    """The decoded answer, or the page it makes when it is the API's error or no object.
+
+    A `maxlag` error (the request's maxlag was exceeded: the replicas lag) asks the client to
+    wait and come back, as a 429 does: it is rate_limited, not an error.
+    """
     doc, problem = json_document(body, expected)
     if problem is not None:
         return doc, problem
     error = doc.get("error")
     if isinstance(error, dict):
-        return doc, Extracted(error=f"{error.get('code')}: {error.get('info')}")
+        detail = f"{error.get('code')}: {error.get('info')}"
+        if error.get("code") == MAXLAG:
+            return doc, Extracted(block=Outcome.RATE_LIMITED, error=detail)
+        return doc, Extracted(error=detail)
     return doc, None
 
 

@@ -104,6 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
         "with an HTTP status",
     )
     parser.add_argument(
+        "--replica-lag",
+        action="append",
+        default=[],
+        type=_engine_page,
+        metavar="ENGINE:SECONDS",
+        help="the engine's database replicas lag SECONDS: MediaWiki's APIs answer a request "
+        "whose maxlag is smaller with their maxlag error",
+    )
+    parser.add_argument(
         "--page-kb",
         type=int,
         default=0,
@@ -157,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
         malformed_at={(e, int(p)) for e, p in args.malformed_at},
         layout_changed_at={(e, int(p)) for e, p in args.layout_changed_at},
         other_status={e: int(code) for e, code in args.other_status},
+        replica_lag_s={e: int(seconds) for e, seconds in args.replica_lag},
         latency_ms=args.latency_ms,
         retry_after_s=args.retry_after,
     )

@@ -48,6 +48,9 @@ class Faults:
     # Engines whose pages other than result pages (the citation graph's, follow-ups) all answer
     # with this HTTP status.
     other_status: dict[str, int] = field(default_factory=dict)
+    # Engines whose database replicas lag this many seconds: a request that asks not to be
+    # served then (MediaWiki's maxlag) gets the engine's lag answer instead of results.
+    replica_lag_s: dict[str, int] = field(default_factory=dict)
     latency_ms: int = 0
     retry_after_s: int = 2
 
@@ -154,6 +157,11 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                 return
             if key in faults.status_at:
                 self._send(self._status_page(faults.status_at[key]))
+                return
+            lag_s = faults.replica_lag_s.get(engine_name)
+            lagged = engine.lagged_page(params, lag_s) if lag_s else None
+            if lagged is not None:
+                self._send(lagged)
                 return
             limit = faults.empty_after.get(engine_name)
             empty = limit is not None and page_number > limit

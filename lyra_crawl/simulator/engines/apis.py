@@ -13,6 +13,31 @@ def _rate_limited(body: dict) -> SimPage:
     return SimPage(429, json.dumps(body), "application/json", (("Retry-After", "2"),))
 
 
+def _maxlag_page(params: dict[str, str], lag_s: int) -> SimPage | None:
+    """MediaWiki's answer to a request whose `maxlag` the replicas' lag exceeds: an error
+    document served as 200, with the wait in Retry-After (at least 5 s) and the lag in
+    X-Database-Lag, as Manual:Maxlag_parameter describes it; None for a request without
+    maxlag or with a larger one."""
+    try:
+        asked = int(params["maxlag"])
+    except (KeyError, ValueError):
+        return None
+    if lag_s <= asked:
+        return None
+    body = {
+        "error": {
+            "code": "maxlag",
+            "info": f"Waiting for db1: {lag_s} seconds lagged.",
+            "host": "db1",
+            "lag": lag_s,
+            "*": "See https://www.wikidata.org/w/api.php for API usage.",
+        },
+        "servedby": "sim",
+    }
+    headers = (("Retry-After", str(max(asked, 5))), ("X-Database-Lag", str(lag_s)))
+    return SimPage(200, json.dumps(body), "application/json", headers)
+
+
 class Qwant(OffsetPaged):
     """api.qwant.com/v3/search/web: `offset` = (N-1)*10; results in `mainline` groups."""
 
@@ -75,6 +100,9 @@ class Wikipedia(OffsetPaged):
     def captcha_page(self, query: str) -> SimPage:
         return _rate_limited({"error": {"code": "ratelimited", "info": "slow down"}})
 
+    def lagged_page(self, params: dict[str, str], lag_s: int) -> SimPage | None:
+        return _maxlag_page(params, lag_s)
+
 
 class Wikidata(OffsetPaged):
     """www.wikidata.org/w/api.php, action=wbsearchentities, paged by `continue`."""
@@ -108,3 +136,6 @@ class Wikidata(OffsetPaged):
 
     def captcha_page(self, query: str) -> SimPage:
         return _rate_limited({"error": {"code": "ratelimited", "info": "slow down"}})
+
+    def lagged_page(self, params: dict[str, str], lag_s: int) -> SimPage | None:
+        return _maxlag_page(params, lag_s)

@@ -79,6 +79,11 @@ class SimEngine:
     def captcha_page(self, query: str) -> SimPage:
         raise NotImplementedError
 
+    def lagged_page(self, params: dict[str, str], lag_s: int) -> SimPage | None:
+        """The answer while the engine's database replicas lag `lag_s` seconds, when the
+        request asked not to be served then (only MediaWiki's APIs know that: `maxlag`)."""
+        return None
+
     def refused(self) -> SimPage:
         """The answer to a request the engine does not accept (page_number gave None)."""
         return SimPage(400, "bad request", "text/plain")
