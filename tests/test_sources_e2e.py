@@ -9,6 +9,7 @@ from collections import Counter
 import pytest_twisted
 
 from lyra_crawl.papers.evidence import FETCH_KINDS
+from lyra_crawl.settings import USER_AGENT
 from tests.conftest import edited_config, query_db, run_crawl
 
 ALL_SOURCES = "serp,semantic_scholar,openalex"
@@ -184,6 +185,21 @@ async def test_keys_travel_as_configured_and_never_into_storage(start_simulator,
         + [dict(r) for r in query_db(db_path, "SELECT * FROM citation_fetches")]
     )
     assert "secret" not in stored and "mailto" in stored
+
+
+@pytest_twisted.ensureDeferred
+async def test_apis_that_ask_tools_to_say_who_they_are_hear_lyras_user_agent(simulator, db_path):
+    contact = {"LYRA_CONTACT_EMAIL": "lab@example.org"}
+    await run_crawl(
+        simulator, db_path, contact, query="kelp", engine="wikipedia", sources="serp,crossref"
+    )
+    await run_crawl(simulator, db_path, contact, query="kelp", engine="mojeek")
+
+    for engine in ("wikipedia", "crossref"):
+        agents = {request["user_agent"] for request in simulator.requests(engine)}
+        assert agents == {"lyra_crawl (+mailto:lab@example.org)"}, engine
+    # Results pages of search engines are asked for as a browser asks.
+    assert {request["user_agent"] for request in simulator.requests("mojeek")} == {USER_AGENT}
 
 
 @pytest_twisted.ensureDeferred

@@ -204,6 +204,9 @@ class EngineSpec:
     )
     # Request headers; values may use only secret placeholders ({s2_api_key}, …).
     headers: Annotated[Scalars, templates(SECRET_PLACEHOLDERS)] = field(default_factory=dict)
+    # Send lyra's own User-Agent (engines.request.identifying_user_agent) instead of a
+    # browser's: for APIs whose policy asks tools to say who they are and how to reach them.
+    identify: Flag = False
     pagination_type: Annotated[str, one_of(PAGINATION_TYPES)]
     results_per_page: AtLeastOne
     max_pages: AtLeastOne

@@ -18,6 +18,9 @@ from lyra_crawl.config import SECRET_PLACEHOLDERS, SECRET_SETTINGS, EngineSpec
 from lyra_crawl.config.fields import placeholders
 from lyra_crawl.engines.base import PageRequest
 
+# The name lyra gives itself to engines that ask (EngineSpec.identify).
+TOOL_NAME = "lyra_crawl"
+
 _LANGUAGE_RE = re.compile(r"^[a-z]{2,3}(-[a-z0-9]{2,8})?$")
 
 
@@ -131,7 +134,7 @@ def build_page_request(
         {key: value for key, value in spec.params.items() if key not in omitted}, values, missing
     )
     params.extend((tokens or {}).items())
-    headers = tuple(_rendered(spec.headers, values, missing))
+    headers = _headers(spec, values, missing)
     base = spec.url.format(language=region_value) if "{language}" in spec.url else spec.url
     url = f"{base}?{urlencode(params)}" if params else base
     ensure_engine_host(spec, url, region)
@@ -159,7 +162,25 @@ def build_api_request(
     query = [*params, *_rendered(credentials, values, missing)]
     full = f"{url}?{urlencode(query)}" if query else url
     ensure_engine_host(spec, full)
-    return PageRequest(url=full, headers=tuple(_rendered(spec.headers, values, missing)))
+    return PageRequest(url=full, headers=_headers(spec, values, missing))
+
+
+def identifying_user_agent(tool: str, contact_email: str) -> str:
+    """A User-Agent naming the tool and, when given, how to reach its operator, as
+    Wikimedia's User-Agent policy and Crossref's etiquette ask of clients that are not
+    browsers (a browser's User-Agent on a script's traffic is taken for an attempt to hide)."""
+    return f"{tool} (+mailto:{contact_email})" if contact_email else tool
+
+
+def _headers(
+    spec: EngineSpec, values: Mapping[str, str], missing: Sequence[str]
+) -> tuple[tuple[str, str], ...]:
+    """The engine's headers, lyra's own User-Agent first for an engine that asks for it."""
+    headers = _rendered(spec.headers, values, missing)
+    if spec.identify and "User-Agent" not in spec.headers:
+        agent = identifying_user_agent(TOOL_NAME, values.get("contact_email", ""))
+        headers.insert(0, ("User-Agent", agent))
+    return tuple(headers)
 
 
 def _secret_values(secrets: Mapping[str, str] | None) -> tuple[dict[str, str], list[str]]:

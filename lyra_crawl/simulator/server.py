@@ -118,6 +118,7 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
                     "headers": {
                         name: self.headers[name] for name in LOGGED_HEADERS if name in self.headers
                     },
+                    "user_agent": self.headers.get("User-Agent", ""),
                 }
             )
             if parts.path == "/robots.txt":

@@ -33,6 +33,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from lyra_crawl.backends.records import BackendError, LandingPage, PaperToRead
+from lyra_crawl.engines.request import identifying_user_agent
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.papers.landing import LandingOutcome, read_abstract
 from lyra_crawl.papers.landing_fetch import is_due, outcome_of_status, page_to_read
@@ -83,8 +84,7 @@ class PapersSpider(scrapy.Spider):
     def update_settings(cls, settings: BaseSettings) -> None:
         """Introduce the crawler as what it is, so robots.txt rules for it apply."""
         super().update_settings(settings)
-        contact = settings.get("LYRA_CONTACT_EMAIL")
-        agent = f"lyra_crawl-papers (+mailto:{contact})" if contact else "lyra_crawl-papers"
+        agent = identifying_user_agent("lyra_crawl-papers", settings.get("LYRA_CONTACT_EMAIL"))
         settings.set("USER_AGENT", agent, priority="spider")
 
     @classmethod
