@@ -39,8 +39,8 @@ Query = tuple[str, str]  # (engine, query)
 
 class BareSpider(scrapy.Spider):
     """The baseline: fetch the same simulator pages, one chain per query, and yield each
-    result's URL and title with the engine's first XPath of each rule, as a plain Scrapy
-    spider would; nothing is checked, scored, merged or stored.
+    result's URL and title with the first XPath of each rule of the engine's current layout,
+    as a plain Scrapy spider would; nothing is checked, scored, merged or stored.
 
     One request in flight per engine is kept here, by sending an engine's next page only when
     its previous answer is in: a download slot of concurrency 1 does not hold it, because
@@ -82,11 +82,11 @@ class BareSpider(scrapy.Spider):
         )
 
     def parse(self, response, engine: str, query: str, page: int):
-        rules = self.config.engine(engine).parse
-        for node in response.xpath(rules["results"][0]):
+        layout = self.config.engine(engine).parse[0]  # the current one
+        for node in response.xpath(layout.results[0]):
             yield {
-                "url": node.xpath(rules["url"][0]).get(),
-                "title": node.xpath(rules["title"][0]).get(),
+                "url": node.xpath(layout.url[0]).get(),
+                "title": node.xpath(layout.title[0]).get(),
             }
         if page < self.pages:
             self.waiting[engine].append((query, page + 1))

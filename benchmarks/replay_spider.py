@@ -3,8 +3,9 @@
 `python -m benchmarks.replay_spider SIMULATOR_URL PLAN_JSON CONFIG_DIR OUT_JSON`: PLAN_JSON is
 the simulator's request log (engine, method, path, params per request). Each request is sent
 again (POST as a form), one in flight per engine as lyra sends them, and each result's URL and
-title are yielded with the engine's first XPath of each rule (JSON answers are only decoded);
-nothing is checked, scored or stored. Writes {"responses": N} to OUT_JSON.
+title are yielded with the first XPath of each rule of the engine's current layout (JSON
+answers are only decoded); nothing is checked, scored or stored. Writes
+{"responses": N, "items": M} to OUT_JSON; a callback that fails ends it without a figure.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ class ReplaySpider(scrapy.Spider):
             json.loads(response.body or b"null")
         if spec.family != "html":
             return
-        for node in response.xpath(spec.parse["results"][0]):
+        layout = spec.parse[0]  # the current one
+        for node in response.xpath(layout.results[0]):
             yield {
-                "url": node.xpath(spec.parse["url"][0]).get(),
-                "title": node.xpath(spec.parse["title"][0]).get(),
+                "url": node.xpath(layout.url[0]).get(),
+                "title": node.xpath(layout.title[0]).get(),
             }
 
 
@@ -71,8 +73,16 @@ def main(argv: list[str]) -> None:
     crawler = process.create_crawler(ReplaySpider)
     process.crawl(crawler, simulator_url=simulator_url, plan=plan, config_dir=config_dir)
     process.start()
-    responses = crawler.stats.get_value("response_received_count", 0)
-    Path(out).write_text(json.dumps({"responses": responses}))
+    stats = crawler.stats
+    failed = stats.get_value("spider_exceptions/count", 0) if stats else 0
+    if failed:
+        # A baseline whose callback fails does less work than it should: no figure from it.
+        raise SystemExit(f"the replay spider's callback failed on {failed} responses")
+    figures = {
+        "responses": stats.get_value("response_received_count", 0) if stats else 0,
+        "items": stats.get_value("item_scraped_count", 0) if stats else 0,
+    }
+    Path(out).write_text(json.dumps(figures))
 
 
 if __name__ == "__main__":
