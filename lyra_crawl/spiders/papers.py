@@ -84,7 +84,8 @@ class PapersSpider(scrapy.Spider):
     def update_settings(cls, settings: BaseSettings) -> None:
         """Introduce the crawler as what it is, so robots.txt rules for it apply."""
         super().update_settings(settings)
-        agent = identifying_user_agent("lyra_crawl-papers", settings.get("LYRA_CONTACT_EMAIL"))
+        contact = settings.get("LYRA_CONTACT_EMAIL") or ""
+        agent = identifying_user_agent("lyra_crawl-papers", contact)
         settings.set("USER_AGENT", agent, priority="spider")
 
     @classmethod

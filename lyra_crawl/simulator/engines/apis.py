@@ -30,7 +30,7 @@ def _maxlag_page(params: dict[str, str], lag_s: int) -> SimPage | None:
             "info": f"Waiting for db1: {lag_s} seconds lagged.",
             "host": "db1",
             "lag": lag_s,
-            "*": "See https://www.wikidata.org/w/api.php for API usage.",
+            "*": "See the api.php help for API usage.",
         },
         "servedby": "sim",
     }
