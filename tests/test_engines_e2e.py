@@ -82,10 +82,18 @@ async def test_startpage_takes_sc_from_its_home_page_then_from_each_page(
 
 @pytest_twisted.ensureDeferred
 async def test_pubmed_completes_each_page_with_esummary(simulator, db_path, crawlable_config):
-    await crawl(simulator, db_path, crawlable_config, "pubmed", serp_max_pages=2)
+    settings = {"LYRA_CONFIG_DIR": str(crawlable_config), "LYRA_CONTACT_EMAIL": "lab@example.org"}
+    await run_crawl(
+        simulator, db_path, settings, query="climate adaptation", engine="pubmed", serp_max_pages=2
+    )
 
-    paths = [r["path"].rsplit("/", 1)[-1] for r in simulator.requests("pubmed")]
-    assert paths == ["esearch.fcgi", "esummary.fcgi"] * 2
+    requests = simulator.requests("pubmed")
+    assert [r["path"].rsplit("/", 1)[-1] for r in requests] == ["esearch.fcgi", "esummary.fcgi"] * 2
+    # NCBI's usage policy: every request names the tool and how to reach its operator.
+    assert all(
+        (r["params"]["tool"], r["params"]["email"]) == ("lyra_crawl", "lab@example.org")
+        for r in requests
+    )
     rows = query_db(db_path, "SELECT pmid, title, url FROM serp_items ORDER BY rank")
     assert len(rows) == 40 and all(row["title"] and row["pmid"] for row in rows)
     assert rows[0]["url"] == f"https://pubmed.ncbi.nlm.nih.gov/{rows[0]['pmid']}/"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -14,6 +15,7 @@ from lyra_crawl.engines.request import (
     build_follow_up,
     build_page_request,
     secrets_from_settings,
+    with_credentials,
 )
 from tests.conftest import ROOT
 
@@ -21,7 +23,7 @@ CONFIG = load_config()
 QUERY = "heat pumps"
 
 
-def params(engine: str, page: int, **options: str) -> dict[str, str]:
+def params(engine: str, page: int, **options: Any) -> dict[str, str]:
     request = build_page_request(CONFIG.engine(engine), QUERY, page, **options)
     if request.method == "POST":
         return dict(request.formdata or ())
@@ -86,6 +88,13 @@ def test_apis_that_ask_tools_to_say_who_they_are_get_lyras_user_agent(engine: st
     assert dict(introduced.headers)["User-Agent"] == "lyra_crawl (+mailto:lab@example.org)"
 
 
+def test_pubmed_names_the_tool_and_the_contact_when_there_is_one() -> None:
+    with_contact = params("pubmed", 1, secrets={"contact_email": "lab@example.org"})
+
+    assert (with_contact["tool"], with_contact["email"]) == ("lyra_crawl", "lab@example.org")
+    assert "email" not in params("pubmed", 1) and params("pubmed", 1)["tool"] == "lyra_crawl"
+
+
 @pytest.mark.parametrize("engine", ["google", "mojeek", "semantic_scholar", "openalex"])
 def test_other_engines_leave_the_user_agent_to_the_crawl(engine: str) -> None:
     request = build_page_request(CONFIG.engine(engine), QUERY, 1, secrets={"contact_email": "x"})
@@ -120,7 +129,12 @@ def test_pubmed_follow_up_asks_esummary_for_the_ids_in_order() -> None:
         "db": "pubmed",
         "id": "3,1,2",
         "retmode": "json",
+        "tool": "lyra_crawl",
     }
+    # The crawl adds the engine's credentials, which the parser building it does not hold.
+    sent = with_credentials(CONFIG.engine("pubmed"), request, {"contact_email": "lab@example.org"})
+    assert dict(parse_qsl(urlsplit(sent.url).query))["email"] == "lab@example.org"
+    assert with_credentials(CONFIG.engine("pubmed"), request, {}).url == request.url
 
 
 @pytest.mark.parametrize(

@@ -154,15 +154,36 @@ def build_api_request(
     engine's credentials as its page requests carry them: its headers, and the parameters that
     hold only secrets (api_key, mailto). One whose secret is missing is left out."""
     values, missing = _secret_values(secrets)
-    credentials = {
+    query = [*params, *_credentials(spec, values, missing)]
+    full = f"{url}?{urlencode(query)}" if query else url
+    ensure_engine_host(spec, full)
+    return PageRequest(url=full, headers=_headers(spec, values, missing))
+
+
+def with_credentials(
+    spec: EngineSpec, page: PageRequest, secrets: Mapping[str, str] | None
+) -> PageRequest:
+    """`page` (a follow-up a parser built, without the secrets) with the engine's credentials
+    as its page requests carry them: its headers, and the parameters that hold only secrets."""
+    values, missing = _secret_values(secrets)
+    extra = _credentials(spec, values, missing)
+    url = page.url
+    if extra:
+        url = f"{url}{'&' if urlsplit(url).query else '?'}{urlencode(extra)}"
+    return replace(page, url=url, headers=(*page.headers, *_headers(spec, values, missing)))
+
+
+def _credentials(
+    spec: EngineSpec, values: Mapping[str, str], missing: Sequence[str]
+) -> list[tuple[str, str]]:
+    """The engine's parameters that hold only secrets (api_key, mailto), filled in; one whose
+    secret is missing is left out."""
+    templates = {
         key: template
         for key, template in spec.params.items()
         if placeholders(template) and placeholders(template) <= SECRET_PLACEHOLDERS
     }
-    query = [*params, *_rendered(credentials, values, missing)]
-    full = f"{url}?{urlencode(query)}" if query else url
-    ensure_engine_host(spec, full)
-    return PageRequest(url=full, headers=_headers(spec, values, missing))
+    return _rendered(templates, values, missing)
 
 
 def identifying_user_agent(tool: str, contact_email: str) -> str:

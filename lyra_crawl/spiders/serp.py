@@ -31,7 +31,12 @@ from twisted.python.failure import Failure
 from lyra_crawl.browser.render import browser_meta, install_browser, render_schemes
 from lyra_crawl.config import EngineSpec, load_config
 from lyra_crawl.engines.base import Outcome, PageRequest, ParseResult
-from lyra_crawl.engines.request import ensure_engine_host, redact_secrets, with_query
+from lyra_crawl.engines.request import (
+    ensure_engine_host,
+    redact_secrets,
+    with_credentials,
+    with_query,
+)
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.items import ResultItem
 from lyra_crawl.middlewares.pagination import stop_after_failure
@@ -133,10 +138,9 @@ class SerpSpider(scrapy.Spider):
             return self._after_token_page(session, spec, result, outcome)
         if result.follow_up is not None:
             # The page is complete only with the follow-up's answer, parsed here in turn.
+            follow_up = with_credentials(spec, result.follow_up, self.session.secrets)
             return [
-                self._request(
-                    session, spec, result.follow_up, state.page_number, RequestKind.FOLLOW_UP
-                )
+                self._request(session, spec, follow_up, state.page_number, RequestKind.FOLLOW_UP)
             ]
         kind = "api" if spec.scholarly else "serp"
         outputs: list[Any] = [
