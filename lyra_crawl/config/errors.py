@@ -41,8 +41,11 @@ def show(value: Any) -> str:
 
 
 def where(filename: str, engine: str, field: str) -> str:
-    """`file: engine 'name': field`, leaving out what is empty."""
-    return ": ".join(part for part in (filename, engine and f"engine '{engine}'", field) if part)
+    """`file: engine 'name': field`, leaving out what is empty; the name quoted as Python
+    quotes it, so that one with a line break in it keeps the message on one line."""
+    return ": ".join(
+        part for part in (filename, engine and f"engine {show(engine)}", field) if part
+    )
 
 
 def problem(text: str, *at: str | int) -> PydanticCustomError:
@@ -77,5 +80,10 @@ def config_error(error: ValidationError, filename: str) -> ConfigError:
 
 
 def _path(loc: list[Any]) -> str:
-    """`blocks[2].kind` from ("blocks", 2, "kind")."""
-    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    """`blocks[2].kind` from ("blocks", 2, "kind"); a key that is not plain text is quoted."""
+    return "".join(
+        f"[{part}]"
+        if isinstance(part, int)
+        else f".{part if str(part).isprintable() else show(part)}"
+        for part in loc
+    ).lstrip(".")

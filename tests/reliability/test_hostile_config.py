@@ -84,6 +84,16 @@ def test_every_policy_field_with_every_wrong_type(key, value):
     )
 
 
+@pytest.mark.parametrize("name", ["\n", "mo\njeek", "tab\there"])
+def test_an_engine_name_with_a_control_character_is_named_on_one_line(name):
+    engines = {name: {"enabled": True}}
+
+    error = outcome(PARSERS, yaml.safe_dump({**POLICY_DOC, "engines": engines}))
+
+    assert isinstance(error, ConfigError)
+    assert f"engine {name!r}" in str(error) and "is not described" in str(error)
+
+
 def outcome(parsers: str, policy: str) -> LyraConfig | ConfigError:
     try:
         return parse_config(parsers, policy)
