@@ -95,6 +95,18 @@ def test_a_closed_database_says_so(tmp_path):
         in_own_loop(work())
 
 
+def test_a_closed_database_refuses_writes_as_well(tmp_path):
+    database = SqliteDatabase(tmp_path / "db.sqlite3")
+
+    async def work():
+        await database.open()
+        await database.close()
+        await database.write(lambda conn: None, before=lambda conn: None)
+
+    with pytest.raises(BackendError, match="is closed"):
+        in_own_loop(work())
+
+
 EXITS_WITH_A_WRITE_IN_FLIGHT = """
 import asyncio, sys, time
 from pathlib import Path

@@ -129,10 +129,13 @@ class SqliteDatabase:
 
     # -- running statements on the worker ----------------------------------------------------
 
-    async def _run(self, work: Callable[[], T]) -> T:
+    def _open_worker(self) -> WorkerThread:
         if self._worker.stopped:
             raise BackendError(f"database {self.path} is closed")
-        return await self._worker.run(work)
+        return self._worker
+
+    async def _run(self, work: Callable[[], T]) -> T:
+        return await self._open_worker().run(work)
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work(connection)` on the worker thread, outside any transaction."""
@@ -150,9 +153,7 @@ class SqliteDatabase:
         outside any transaction, before the write lock is taken: reads that need not hold the
         lock, so `work` must check that what they read still holds (other processes write
         meanwhile)."""
-        if self._worker.stopped:
-            raise BackendError(f"database {self.path} is closed")
-        return await self._worker.run_grouped(
+        return await self._open_worker().run_grouped(
             lambda: work(self._connection()),
             before=None if before is None else lambda: before(self._connection()),
         )
