@@ -4,6 +4,7 @@ of a slot at a time, one half-open trial), and one SQLite file (batch entries ha
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from lyra_crawl.backends import Backends
 from lyra_crawl.backends.records import EntrySpec
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import BreakerState
+from tests.backends.lock_holders import FileLockHolder
 from tests.conftest import with_store
 
 T = TypeVar("T")
@@ -94,6 +96,30 @@ def test_the_send_slot_is_leased_then_spaced_and_a_stale_token_frees_nothing(
     assert ran_out.granted and taken_over.granted and taken_over.token != ran_out.token
     assert not still_held.granted and still_held.held
     assert free.granted
+
+
+def test_a_slot_released_while_the_file_is_busy_is_free_one_interval_after_its_answer(tmp_path):
+    """SQLite: a release that waits for the file's write lock (another process writing) frees
+    the slot 1/qps after it was asked for, not after it got the lock, so the releasing
+    process's next claim, made 1/qps after its answer, finds the slot free."""
+    path = tmp_path / "db.sqlite3"
+
+    async def work(backends: Backends):
+        coordinator = backends.coordinator
+        claim = await coordinator.claim_rate_slot("mojeek", lease_s=30)
+        assert claim.token is not None
+        with FileLockHolder(path) as holder:
+            release = asyncio.ensure_future(
+                coordinator.release_rate_slot("mojeek", claim.token, interval_s=0.3)
+            )
+            await holder.waited_for()
+            await asyncio.sleep(0.6)
+        await release
+        return await coordinator.claim_rate_slot("mojeek", lease_s=30)
+
+    after = with_store(path, work)
+
+    assert after.granted, after
 
 
 def test_the_breaker_opens_admits_one_trial_and_closes_on_its_success(tmp_path, coordination_url):

@@ -109,12 +109,16 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
         return await self._db.write(claim)
 
     async def release_rate_slot(self, engine: str, token: float, interval_s: float) -> None:
+        # Counted from the answer, not from when the worker thread gets to the write: the
+        # caller's own next claim comes 1/qps after the answer and would find the slot not
+        # yet free by as long as the write waited in the worker's queue.
+        free_at = time.time() + interval_s
         # A lease that ran out may already be someone else's: leave theirs alone.
         await self._db.write(
             lambda conn: conn.execute(
                 "UPDATE engine_rate SET next_allowed = ?, held = 0"
                 " WHERE engine = ? AND next_allowed = ?",
-                (time.time() + interval_s, engine, token),
+                (free_at, engine, token),
             )
         )
 
