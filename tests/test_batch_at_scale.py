@@ -14,8 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.backends.records import BatchEntry, PageRecord, QueryRecord
-from lyra_crawl.batch.files import SUMMARY_ENTRIES, entry_specs, parse_batch, summary_lines
+from lyra_crawl.backends.records import BatchEntry, EntrySpec, PageRecord, QueryRecord
+from lyra_crawl.batch.files import (
+    CACHED,
+    SUMMARY_ENTRIES,
+    BatchEnd,
+    entry_specs,
+    parse_batch,
+    summary_lines,
+)
+from lyra_crawl.commands.batch import batch_end
 from lyra_crawl.config import load_config
 from tests.conftest import (
     edited_config,
@@ -229,13 +237,15 @@ def test_a_large_batch_ends_with_its_counts_and_the_entries_that_did_not_succeed
         return BatchEntry(n, 3, n, f"query {n}", {}, state, detail=detail)
 
     entries = [entry(n) for n in range(10_000, 0, -1)]
-    small = summary_lines(sorted(entries, key=lambda e: e.position)[:SUMMARY_ENTRIES], 3)
+    small = summary_lines(
+        BatchEnd.of(sorted(entries, key=lambda e: e.position)[:SUMMARY_ENTRIES]), 3
+    )
     assert [line.split(":")[0] for line in small[:-1]] == [
         f"entry {n} 'query {n}'" for n in range(1, SUMMARY_ENTRIES + 1)
     ]
     assert small[-1] == f"{SUMMARY_ENTRIES - 2} of {SUMMARY_ENTRIES} entries succeeded"
 
-    lines = summary_lines(entries, 3)
+    lines = summary_lines(BatchEnd.of(entries), 3)
     assert lines == [
         "9987 finished, 10 cached, 1 failed, 1 rejected, 1 not run",
         "entry 7 'query 7': failed (no query): query 7 failed",
@@ -244,12 +254,55 @@ def test_a_large_batch_ends_with_its_counts_and_the_entries_that_did_not_succeed
         "9997 of 10000 entries succeeded",
     ]
     failing = [BatchEntry(n, 3, n, f"q{n}", {}, "failed") for n in range(1, 101)]
-    lines = summary_lines(failing, 3)
+    lines = summary_lines(BatchEnd.of(failing), 3)
     assert len(lines) == 1 + SUMMARY_ENTRIES + 2
     assert (
         lines[-2] == f"… and {100 - SUMMARY_ENTRIES} more that did not succeed"
         " (each entry's state and why: table batch_entries, batch_id 3)"
     )
+
+
+def test_a_large_batch_s_end_is_counted_by_the_store_as_its_entries_would_say(tmp_path):
+    """`scrapy batch` reads a large batch's end from the store's counts and its first
+    unsuccessful entries, not from every entry: the summary is the one all entries give."""
+    specs = [
+        EntrySpec(n, f"query {n}", {"query": f"query {n}"}, rejected="bad" if n == 4 else "")
+        for n in range(1, SUMMARY_ENTRIES + 6)
+    ]
+
+    async def ended(backends):
+        store = backends.store
+        record = await store.create_batch(source="b.yaml", content_hash="h", entries=specs)
+        earlier = await store.start_query(_query("earlier"))
+        taken = await store.take_entries(record.id, len(specs), owner="here:1", lease_s=60)
+        for entry in taken:
+            if entry.position == 2:
+                await store.finish_entry(entry.id, state="done", query_id=earlier, detail=CACHED)
+            elif entry.position == 7:
+                await store.finish_entry(
+                    entry.id, state="failed", query_id=None, detail="query 7 failed"
+                )
+            elif entry.position != 9:  # left running
+                own = await store.start_query(_query(entry.query_text, entry.id))
+                await store.finish_entry(entry.id, state="done", query_id=own)
+        return await batch_end(store, record.id), await store.batch_entries(record.id)
+
+    end, entries = with_store(tmp_path / "lyra.sqlite3", ended)
+
+    lines = summary_lines(end, 3)
+    assert lines == summary_lines(BatchEnd.of(entries), 3)
+    assert lines == [
+        f"{len(specs) - 4} finished, 1 cached, 1 failed, 1 rejected, 1 not run",
+        "entry 4 'query 4': rejected (no query): bad",
+        "entry 7 'query 7': failed (no query): query 7 failed",
+        "entry 9 'query 9': not run (no query)",
+        f"{len(specs) - 3} of {len(specs)} entries succeeded",
+    ]
+    assert len(end.listed) == 3 and not end.all_succeeded
+
+
+def _query(text: str, entry_id: int | None = None) -> QueryRecord:
+    return QueryRecord(text, text, "mojeek", 1, 1, "fixed", batch_entry_id=entry_id)
 
 
 @pytest.mark.e2e

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from lyra_crawl.backends.records import BatchEntry as StoredEntry
-from lyra_crawl.backends.records import EntrySpec
+from lyra_crawl.backends.records import BatchProgress, EntrySpec
 from lyra_crawl.config import LyraConfig
 from lyra_crawl.query.arguments import (
     SERP_SOURCE,
@@ -209,32 +209,74 @@ def entry_status(entry: StoredEntry) -> str:
     return "not run"
 
 
-def summary_lines(entries: Sequence[StoredEntry], batch_id: int) -> list[str]:
-    """What `scrapy batch` prints when the batch ends: each entry's outcome for a batch of at
-    most SUMMARY_ENTRIES; else the entries by outcome and those that did not succeed (the
-    first SUMMARY_ENTRIES of them), so a 10,000-entry batch ends in a screenful."""
-    ordered = sorted(entries, key=lambda e: e.position)
-    statuses = [entry_status(entry) for entry in ordered]
-    if len(ordered) <= SUMMARY_ENTRIES:
-        lines = [
-            _entry_line(entry, status) for entry, status in zip(ordered, statuses, strict=True)
-        ]
-    else:
-        counts = Counter(statuses)
-        lines = [", ".join(f"{counts[status]} {status}" for status in _STATUSES if counts[status])]
+# The states of entries that did not succeed: they ended badly, or never ran to the end.
+UNSUCCESSFUL_STATES = ("failed", "rejected", "pending", "running")
+
+
+@dataclass(frozen=True)
+class BatchEnd:
+    """How a batch ended, as `scrapy batch` reports it: its entries counted by status
+    (entry_status's words) and the entries it lists: every entry of a batch of at most
+    SUMMARY_ENTRIES, else the first of those that did not succeed (`unsuccessful` in all)."""
+
+    counts: Mapping[str, int]
+    listed: Sequence[StoredEntry]
+    unsuccessful: int
+
+    @classmethod
+    def of(cls, entries: Sequence[StoredEntry]) -> BatchEnd:
+        """A batch's end from all its entries."""
+        ordered = sorted(entries, key=lambda e: e.position)
+        statuses = [entry_status(entry) for entry in ordered]
         unsuccessful = [
-            (entry, status)
+            entry
             for entry, status in zip(ordered, statuses, strict=True)
             if status not in SUCCEEDED
         ]
-        lines += [_entry_line(entry, status) for entry, status in unsuccessful[:SUMMARY_ENTRIES]]
-        if len(unsuccessful) > SUMMARY_ENTRIES:
+        listed = ordered if len(ordered) <= SUMMARY_ENTRIES else unsuccessful[:SUMMARY_ENTRIES]
+        return cls(Counter(statuses), listed, len(unsuccessful))
+
+    @classmethod
+    def counted(
+        cls, progress: BatchProgress, unsuccessful: Sequence[StoredEntry], total: int
+    ) -> BatchEnd:
+        """A large batch's end from the store's counts and the first of its `total` entries in
+        UNSUCCESSFUL_STATES, by position: no more of its entries read than it lists."""
+        states = progress.entries
+        counts = {
+            "finished": states.get("done", 0) - progress.cached_entries,
+            "cached": progress.cached_entries,
+            "failed": states.get("failed", 0),
+            "rejected": states.get("rejected", 0),
+            "not run": states.get("pending", 0) + states.get("running", 0),
+        }
+        return cls(counts, unsuccessful[:SUMMARY_ENTRIES], total)
+
+    @property
+    def entries(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def all_succeeded(self) -> bool:
+        return not self.unsuccessful
+
+
+def summary_lines(end: BatchEnd, batch_id: int) -> list[str]:
+    """What `scrapy batch` prints when the batch ends: each entry's outcome for a batch of at
+    most SUMMARY_ENTRIES; else the entries by outcome and those that did not succeed (the
+    first SUMMARY_ENTRIES of them), so a 10,000-entry batch ends in a screenful."""
+    lines = [_entry_line(entry, entry_status(entry)) for entry in end.listed]
+    if end.entries > SUMMARY_ENTRIES:
+        counts = end.counts
+        lines.insert(
+            0, ", ".join(f"{counts[status]} {status}" for status in _STATUSES if counts[status])
+        )
+        if end.unsuccessful > SUMMARY_ENTRIES:
             lines.append(
-                f"… and {len(unsuccessful) - SUMMARY_ENTRIES} more that did not succeed"
+                f"… and {end.unsuccessful - SUMMARY_ENTRIES} more that did not succeed"
                 f" (each entry's state and why: table batch_entries, batch_id {batch_id})"
             )
-    succeeded = sum(status in SUCCEEDED for status in statuses)
-    lines.append(f"{succeeded} of {len(ordered)} entries succeeded")
+    lines.append(f"{end.entries - end.unsuccessful} of {end.entries} entries succeeded")
     return lines
 
 

@@ -33,11 +33,14 @@ from scrapyd_client.pyclient import ScrapydClient
 
 from lyra_crawl.backends import Backends, open_backends, run_sync, urls_from_settings
 from lyra_crawl.backends.protocols import ResultStore
-from lyra_crawl.backends.records import BackendError, BatchEntry, BatchRecord
+from lyra_crawl.backends.records import BackendError, BatchRecord
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.files import (
     CACHED,
+    SUMMARY_ENTRIES,
+    UNSUCCESSFUL_STATES,
     Batch,
+    BatchEnd,
     BatchError,
     entry_specs,
     load_batch,
@@ -123,9 +126,9 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_FAILED
             return
-        entries = run_sync(self._entries(record.id))
-        print("\n".join(summary_lines(entries, record.id)))
-        self.exitcode = 0 if all(entry.state == "done" for entry in entries) else EXIT_FAILED
+        end = run_sync(self._end(record.id))
+        print("\n".join(summary_lines(end, record.id)))
+        self.exitcode = 0 if end.all_succeeded else EXIT_FAILED
 
     def _read_and_record(self, path: str) -> tuple[BatchRecord, list[str]]:
         """The batch file's record and what it says of each entry it rejected. The file's
@@ -139,7 +142,7 @@ class Command(ScrapyCommand):
         try:
             store = backends.store
             earlier = await store.batch_by_hash(batch.content_hash)
-            if earlier is not None and _unfinished(await store.batch_entries(earlier.id)):
+            if earlier is not None and await _unfinished(store, earlier.id):
                 print(f"continuing batch {earlier.id} of {path}", flush=True)
                 return earlier
             record = await store.create_batch(
@@ -151,10 +154,10 @@ class Command(ScrapyCommand):
         finally:
             await backends.close()
 
-    async def _entries(self, batch_id: int) -> list[BatchEntry]:
+    async def _end(self, batch_id: int) -> BatchEnd:
         backends = await open_backends(urls_from_settings(self.settings))
         try:
-            return await backends.store.batch_entries(batch_id)
+            return await batch_end(backends.store, batch_id)
         finally:
             await backends.close()
 
@@ -242,18 +245,36 @@ def _spider_args(record: BatchRecord, opts: argparse.Namespace) -> dict[str, str
     return args
 
 
+async def batch_end(store: ResultStore, batch_id: int) -> BatchEnd:
+    """How a batch ended, read without holding a large batch's every entry at once: its
+    counts, and the first entries that did not succeed."""
+    progress = await store.batch_progress(batch_id)
+    if progress.total_entries <= SUMMARY_ENTRIES:
+        return BatchEnd.of(await store.batch_entries(batch_id))
+    unsuccessful, total = await store.batch_entries_in(
+        batch_id, UNSUCCESSFUL_STATES, limit=SUMMARY_ENTRIES
+    )
+    return BatchEnd.counted(progress, unsuccessful, total)
+
+
 async def _skip_cached(store: ResultStore, record: BatchRecord, batch: Batch) -> None:
-    """Mark done the entries a fresh cache entry answers: they need no crawl."""
+    """Mark done the entries a fresh cache entry answers: they need no crawl. The entries'
+    ids are read once the first is answered, not for a batch the cache answers none of."""
     now = datetime.now(UTC)
-    taken = {entry.position: entry for entry in await store.batch_entries(record.id)}
+    ids: dict[int, int] = {}
     for entry in batch.entries:
         cached = await store.fresh_cache_entry(entry.cache_key, now) if entry.cache_key else None
         if cached is not None:
+            ids = ids or {
+                taken.position: taken.id for taken in await store.batch_entries(record.id)
+            }
             await store.finish_entry(
-                taken[entry.position].id, state="done", query_id=cached, detail=CACHED
+                ids[entry.position], state="done", query_id=cached, detail=CACHED
             )
             print(f"entry {entry.position}: skipped, fresh in the cache (query {cached})")
 
 
-def _unfinished(entries: list[BatchEntry]) -> bool:
-    return any(entry.state in ("pending", "running") for entry in entries)
+async def _unfinished(store: ResultStore, batch_id: int) -> bool:
+    """Whether entries of the batch are still to run (counted, not read)."""
+    _, count = await store.batch_entries_in(batch_id, ("pending", "running"), limit=0)
+    return count > 0
