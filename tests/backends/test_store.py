@@ -185,15 +185,12 @@ def test_the_item_columns_are_the_stored_items_fields(store):
 def test_batch_entries_are_taken_once_under_a_lease_and_again_when_it_runs_out(store):
     async def work(backends):
         store_ = backends.store
-        batch = await store_.create_batch(
-            source="b.yaml",
-            content_hash="h",
-            entries=[
-                EntrySpec(1, "a", {"query": "a"}),
-                EntrySpec(2, "b", {"query": "b"}),
-                EntrySpec(3, "c", {}, rejected="entry 3: bad"),
-                EntrySpec(4, "d", {"query": "d"}),
-            ],
+        batch = await recorded_batch(
+            store_,
+            EntrySpec(1, "a", {"query": "a"}),
+            EntrySpec(2, "b", {"query": "b"}),
+            EntrySpec(3, "c", {}, rejected="entry 3: bad"),
+            EntrySpec(4, "d", {"query": "d"}),
         )
         first = await store_.take_entries(batch.id, 2, owner="one", lease_s=60)
         second = await store_.take_entries(batch.id, 5, owner="two", lease_s=0)
@@ -214,11 +211,32 @@ def test_batch_entries_are_taken_once_under_a_lease_and_again_when_it_runs_out(s
     assert states == {1: "done", 2: "running", 3: "rejected", 4: "running"}
 
 
+def test_a_take_gives_pending_entries_first_then_those_whose_lease_ran_out(store):
+    async def work(backends):
+        store_ = backends.store
+        batch = await recorded_batch(
+            store_, *(EntrySpec(n, f"q{n}", {"query": f"q{n}"}) for n in range(1, 5))
+        )
+        ran_out = await store_.take_entries(batch.id, 2, owner="one", lease_s=0)
+        mixed = await store_.take_entries(batch.id, 3, owner="two", lease_s=60)
+        rest = await store_.take_entries(batch.id, 5, owner="three", lease_s=60)
+        return ran_out, mixed, rest
+
+    ran_out, mixed, rest = store.run(work)
+
+    assert [e.position for e in ran_out] == [1, 2]
+    assert [e.position for e in mixed] == [3, 4, 1]
+    assert [(e.position, e.attempts) for e in rest] == [(2, 2)]
+
+
+async def recorded_batch(store_, *entries: EntrySpec):
+    """A new batch of `entries` (file b.yaml, content hash h)."""
+    return await store_.create_batch(source="b.yaml", content_hash="h", entries=list(entries))
+
+
 async def one_entry_taken(store_, *, lease_s: float):
     """A new batch of one entry, and that entry taken by "one" under a lease of `lease_s`."""
-    batch = await store_.create_batch(
-        source="b.yaml", content_hash="h", entries=[EntrySpec(1, "a", {"query": "a"})]
-    )
+    batch = await recorded_batch(store_, EntrySpec(1, "a", {"query": "a"}))
     (entry,) = await store_.take_entries(batch.id, 1, owner="one", lease_s=lease_s)
     return batch, entry
 

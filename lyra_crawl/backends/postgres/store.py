@@ -653,18 +653,30 @@ class PostgresStore:
     ) -> list[BatchEntry]:
         async with self._db.transaction() as conn:
             await _expire_dead_leases(conn, batch_id)
-            # SKIP LOCKED: an entry another worker is taking right now is left to it.
+            # Pending entries, then running ones whose lease ran out, each read through the
+            # (batch, state, position) index up to the limit (one read of both states sorted
+            # every entry of the batch). SKIP LOCKED: an entry another worker is taking right
+            # now is left to it.
             ids = [
                 entry_id
                 for (entry_id,) in await _fetch(
                     conn,
-                    "SELECT id FROM batch_entries WHERE batch_id = %s AND (state = 'pending'"
-                    " OR (state = 'running' AND (lease_until IS NULL"
-                    "   OR lease_until < clock_timestamp())))"
-                    " ORDER BY state = 'running', position LIMIT %s FOR UPDATE SKIP LOCKED",
+                    "SELECT id FROM batch_entries WHERE batch_id = %s AND state = 'pending'"
+                    " ORDER BY position LIMIT %s FOR UPDATE SKIP LOCKED",
                     (batch_id, limit),
                 )
             ]
+            if len(ids) < limit:
+                ids += [
+                    entry_id
+                    for (entry_id,) in await _fetch(
+                        conn,
+                        "SELECT id FROM batch_entries WHERE batch_id = %s AND state = 'running'"
+                        " AND (lease_until IS NULL OR lease_until < clock_timestamp())"
+                        " ORDER BY position LIMIT %s FOR UPDATE SKIP LOCKED",
+                        (batch_id, limit - len(ids)),
+                    )
+                ]
             taken = await _dicts(
                 conn,
                 "UPDATE batch_entries SET state = 'running', attempts = attempts + 1,"

@@ -627,13 +627,26 @@ class SqliteStore(SqliteBackend):
         def take(conn: sqlite3.Connection) -> list[BatchEntry]:
             now = time.time()
             _expire_dead_leases(conn, batch_id)
-            found = conn.execute(
-                "SELECT id FROM batch_entries WHERE batch_id = ? AND (state = 'pending'"
-                " OR (state = 'running' AND (lease_until IS NULL OR lease_until < ?)))"
-                " ORDER BY state = 'running', position LIMIT ?",
-                (batch_id, now, limit),
-            ).fetchall()
-            ids = [row[0] for row in found]
+            # Pending entries, then running ones whose lease ran out: two reads of the
+            # (batch, state, position) index, each stopping at the limit. One read of both
+            # states sorted them all on every take, a batch's every entry.
+            ids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT id FROM batch_entries WHERE batch_id = ? AND state = 'pending'"
+                    " ORDER BY position LIMIT ?",
+                    (batch_id, limit),
+                )
+            ]
+            if len(ids) < limit:
+                ids += [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT id FROM batch_entries WHERE batch_id = ? AND state = 'running'"
+                        " AND (lease_until IS NULL OR lease_until < ?) ORDER BY position LIMIT ?",
+                        (batch_id, now, limit - len(ids)),
+                    )
+                ]
             conn.executemany(
                 "UPDATE batch_entries SET state = 'running', attempts = attempts + 1,"
                 " lease_owner = ?, lease_until = ?, started_at = COALESCE(started_at, ?)"
