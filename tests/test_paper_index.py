@@ -22,6 +22,7 @@ from lyra_crawl.papers.paper_index import (
     Match,
     QueryPaper,
     block_entries,
+    joinable,
     kept_record,
     known_words,
     match_papers,
@@ -113,6 +114,27 @@ def test_a_title_two_stored_papers_spell_apart_bridges_them_when_a_query_paper_b
     assert matched([paper(serp(year=2019))], stored) == [Match((0,), (1, 2))]
     assert matched([paper(serp(title=typo, year=2019))], stored) == [Match((0,), (1, 2))]
     assert matched([paper(serp(year=2012))], stored) == [Match((0,), ())]
+
+
+def test_a_stored_paper_an_identifier_rules_out_is_left_out_of_the_matching() -> None:
+    # Titles alike, each paper with a DOI of its own: stored paper 1 could join no group its
+    # query paper is in. Kept: one sharing an identifier with the query (an arXiv id, whatever
+    # its DOI), one without identifiers, one a query paper without a DOI is a candidate of.
+    query = [
+        QueryPaper(paper(api(year=2019, doi="10.1234/a", arxiv_id="2101.00001"))),
+        QueryPaper(paper(api(title=TITLE + " (extended)", year=2019))),
+    ]
+    stored = {
+        1: kept(api(year=2019, doi="10.1234/b")),
+        2: kept(api(year=2019, doi="10.1234/c", arxiv_id="2101.00001")),
+        3: kept(api(year=2019)),
+        4: kept(api(year=2019, doi="10.1234/d")),
+    }
+
+    assert joinable(query, [{1, 2, 3, 4}, {4}], stored) == [{2, 3, 4}, {4}]
+    # The shared arXiv id joins them whatever their DOIs say, as in memory.
+    assert matched([query[0].paper], {2: stored[2]}) == [Match((0,), (2,))]
+    assert matched([query[0].paper], {1: stored[1]}) == [Match((0,), ())]
 
 
 def test_query_papers_are_not_merged_with_each_other_again() -> None:

@@ -62,6 +62,7 @@ __all__ = [
     "QueryPaper",
     "block_entries",
     "is_identifier_key",
+    "joinable",
     "kept_paper_records",
     "kept_record",
     "kept_titles",
@@ -287,6 +288,7 @@ def match_papers(
     `candidates` per paper (QueryPaper.candidates), `stored` their kept records by id, `words`
     those of every stored record's author and venue fields and of the query's records.
     One Match per paper of the result, in the order of the query's papers."""
+    candidates = joinable(papers, candidates, stored)
     index = CanonicalPaperIndex()
     index.know_words(words.names, words.venues)
     stored_ids = sorted(set().union(*candidates))
@@ -312,6 +314,44 @@ def match_papers(
         if (group := groups.get(index.key_of(key))) is not None:
             group[1].append(paper_id)
     return [Match(tuple(positions), tuple(ids)) for positions, ids in groups.values()]
+
+
+def joinable(
+    papers: Sequence[QueryPaper],
+    candidates: Sequence[set[int]],
+    stored: Mapping[int, Sequence[Mapping[str, Any]]],
+) -> list[set[int]]:
+    """The candidates (`candidates`: per query paper; `stored`: their kept records by id)
+    without those an identifier rules out: a stored paper shares no identifier with any
+    query paper, and every query paper it is a candidate of has identifiers of a kind (doi,
+    arxiv, pmid) it has too. Any group it could join by a title then holds values of that
+    kind and none of its own (no two stored papers share an identifier: one that does is
+    joined to it whatever else), so the rules never join it (canonical's `ids_agree`) and
+    matching it would only cost time. Titles alike with DOIs of their own (numbered parts, a
+    journal's issues, the simulator's corpus) are most of what blocks find among API records."""
+    query_ids = [_ids_by_kind(paper.records) for paper in papers]
+    every = {(kind, value) for ids in query_ids for kind, values in ids.items() for value in values}
+    referrers: dict[int, list[int]] = {}
+    for position, found in enumerate(candidates):
+        for paper_id in found:
+            referrers.setdefault(paper_id, []).append(position)
+    ruled_out = set()
+    for paper_id, positions in referrers.items():
+        ids = _ids_by_kind(kept_paper_records(stored[paper_id]))
+        shares = not every.isdisjoint(
+            (kind, value) for kind, values in ids.items() for value in values
+        )
+        if not shares and any(all(kind in query_ids[p] for p in positions) for kind in ids):
+            ruled_out.add(paper_id)
+    return [found - ruled_out for found in candidates] if ruled_out else list(candidates)
+
+
+def _ids_by_kind(records: Iterable[PaperRecord]) -> dict[str, set[str]]:
+    ids: dict[str, set[str]] = {}
+    for record in records:
+        for kind, value in identifier_keys(record):
+            ids.setdefault(kind, set()).add(value)
+    return ids
 
 
 def block_entries(
