@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from lyra_crawl.simulator.corpus import CorpusShape
 from lyra_crawl.simulator.engines import ENGINE_NAMES
@@ -11,18 +12,26 @@ from lyra_crawl.simulator.layouts import result_xpaths
 from lyra_crawl.simulator.server import Faults, SimulatorState, open_log, serve
 
 
-def _engine_page(value: str, extra: int = 0) -> tuple[str, ...]:
-    parts = value.split(":")
-    if (
-        len(parts) != 2 + extra
-        or parts[0] not in ENGINE_NAMES
-        or not all(p.isdigit() for p in parts[1:])
-    ):
-        shape = "ENGINE:PAGE" + ":N" * extra
-        raise argparse.ArgumentTypeError(
-            f"expected {shape} with ENGINE one of {', '.join(ENGINE_NAMES)} (got {value!r})"
-        )
-    return tuple(parts)
+def _engine_numbers(shape: str) -> Callable[[str], tuple[str, ...]]:
+    """The type of an option shaped `shape` (its metavar, ENGINE then numbers: ENGINE:PAGE,
+    ENGINE:PAGE:MS, ENGINE:SECONDS): the engine and its numbers, as text."""
+
+    def parse(value: str) -> tuple[str, ...]:
+        parts = value.split(":")
+        if (
+            len(parts) != shape.count(":") + 1
+            or parts[0] not in ENGINE_NAMES
+            or not all(p.isdigit() for p in parts[1:])
+        ):
+            raise argparse.ArgumentTypeError(
+                f"expected {shape} with ENGINE one of {', '.join(ENGINE_NAMES)} (got {value!r})"
+            )
+        return tuple(parts)
+
+    return parse
+
+
+_engine_page = _engine_numbers("ENGINE:PAGE")
 
 
 def _html_engine_page(value: str) -> tuple[str, ...]:
@@ -60,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--status-at",
         action="append",
         default=[],
-        type=lambda v: _engine_page(v, 1),
+        type=_engine_numbers("ENGINE:PAGE:CODE"),
         metavar="ENGINE:PAGE:CODE",
         help="answer that page with an HTTP status (429 carries Retry-After)",
     )
@@ -90,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--slow-at",
         action="append",
         default=[],
-        type=lambda v: _engine_page(v, 1),
+        type=_engine_numbers("ENGINE:PAGE:MS"),
         metavar="ENGINE:PAGE:MS",
         help="answer that page after MS milliseconds (instead of --latency-ms)",
     )
@@ -98,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--other-status",
         action="append",
         default=[],
-        type=_engine_page,
+        type=_engine_numbers("ENGINE:CODE"),
         metavar="ENGINE:CODE",
         help="answer the engine's pages other than result pages (its citation graph, follow-ups) "
         "with an HTTP status",
@@ -107,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--replica-lag",
         action="append",
         default=[],
-        type=_engine_page,
+        type=_engine_numbers("ENGINE:SECONDS"),
         metavar="ENGINE:SECONDS",
         help="the engine's database replicas lag SECONDS: MediaWiki's APIs answer a request "
         "whose maxlag is smaller with their maxlag error",
