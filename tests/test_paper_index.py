@@ -23,6 +23,7 @@ from lyra_crawl.papers.paper_index import (
     QueryPaper,
     block_entries,
     joinable,
+    kept_paper_records,
     kept_record,
     known_words,
     match_papers,
@@ -131,7 +132,8 @@ def test_a_stored_paper_an_identifier_rules_out_is_left_out_of_the_matching() ->
         4: kept(api(year=2019, doi="10.1234/d")),
     }
 
-    assert joinable(query, [{1, 2, 3, 4}, {4}], stored) == [{2, 3, 4}, {4}]
+    records = {paper_id: kept_paper_records(found) for paper_id, found in stored.items()}
+    assert joinable(query, [{1, 2, 3, 4}, {4}], records) == [{2, 3, 4}, {4}]
     # The shared arXiv id joins them whatever their DOIs say, as in memory.
     assert matched([query[0].paper], {2: stored[2]}) == [Match((0,), (2,))]
     assert matched([query[0].paper], {1: stored[1]}) == [Match((0,), ())]

@@ -288,14 +288,15 @@ def match_papers(
     `candidates` per paper (QueryPaper.candidates), `stored` their kept records by id, `words`
     those of every stored record's author and venue fields and of the query's records.
     One Match per paper of the result, in the order of the query's papers."""
-    candidates = joinable(papers, candidates, stored)
+    records = {i: kept_paper_records(stored[i]) for i in set().union(*candidates)}
+    candidates = joinable(papers, candidates, records)
     index = CanonicalPaperIndex()
     index.know_words(words.names, words.venues)
     stored_ids = sorted(set().union(*candidates))
     stored_keys = dict(
         zip(
             stored_ids,
-            index.add_groups((kept_paper_records(stored[i]) for i in stored_ids), side="stored"),
+            index.add_groups((records[i] for i in stored_ids), side="stored"),
             strict=True,
         )
     )
@@ -319,9 +320,9 @@ def match_papers(
 def joinable(
     papers: Sequence[QueryPaper],
     candidates: Sequence[set[int]],
-    stored: Mapping[int, Sequence[Mapping[str, Any]]],
+    stored: Mapping[int, Sequence[PaperRecord]],
 ) -> list[set[int]]:
-    """The candidates (`candidates`: per query paper; `stored`: their kept records by id)
+    """The candidates (`candidates`: per query paper; `stored`: their records by id)
     without those an identifier rules out: a stored paper shares no identifier with any
     query paper, and every query paper it is a candidate of has identifiers of a kind (doi,
     arxiv, pmid) it has too. Any group it could join by a title then holds values of that
@@ -337,7 +338,7 @@ def joinable(
             referrers.setdefault(paper_id, []).append(position)
     ruled_out = set()
     for paper_id, positions in referrers.items():
-        ids = _ids_by_kind(kept_paper_records(stored[paper_id]))
+        ids = _ids_by_kind(stored[paper_id])
         shares = not every.isdisjoint(
             (kind, value) for kind, values in ids.items() for value in values
         )

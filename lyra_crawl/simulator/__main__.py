@@ -52,10 +52,17 @@ def _share(value: str) -> float:
     return number
 
 
-def _page_fault(parser: argparse.ArgumentParser, flag: str, help_text: str) -> None:
-    """A repeatable ENGINE:PAGE fault option."""
+def _engine_fault(
+    parser: argparse.ArgumentParser, flag: str, help_text: str, shape: str = "ENGINE:PAGE"
+) -> None:
+    """A repeatable fault option shaped `shape` (ENGINE then numbers)."""
     parser.add_argument(
-        flag, action="append", default=[], type=_engine_page, metavar="ENGINE:PAGE", help=help_text
+        flag,
+        action="append",
+        default=[],
+        type=_engine_numbers(shape),
+        metavar=shape,
+        help=help_text,
     )
 
 
@@ -64,21 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--request-log", help="append one JSON line per request to this file")
-    _page_fault(parser, "--captcha-at", "answer that page with a CAPTCHA page")
-    parser.add_argument(
+    _engine_fault(parser, "--captcha-at", "answer that page with a CAPTCHA page")
+    _engine_fault(
+        parser,
         "--status-at",
-        action="append",
-        default=[],
-        type=_engine_numbers("ENGINE:PAGE:CODE"),
-        metavar="ENGINE:PAGE:CODE",
-        help="answer that page with an HTTP status (429 carries Retry-After)",
+        "answer that page with an HTTP status (429 carries Retry-After)",
+        "ENGINE:PAGE:CODE",
     )
-    _page_fault(parser, "--drop-at", "close the connection without an answer")
-    _page_fault(
+    _engine_fault(parser, "--drop-at", "close the connection without an answer")
+    _engine_fault(
         parser, "--empty-after", "pages after PAGE are the engine's no-results page (0: all)"
     )
-    _page_fault(parser, "--repeat-at", "answer that page with the page before it (a soft block)")
-    _page_fault(parser, "--malformed-at", "cut that page's body off halfway (truncated JSON)")
+    _engine_fault(parser, "--repeat-at", "answer that page with the page before it (a soft block)")
+    _engine_fault(parser, "--malformed-at", "cut that page's body off halfway (truncated JSON)")
     parser.add_argument(
         "--layout-changed-at",
         action="append",
@@ -95,31 +100,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="Google pages insert their results with JavaScript, as the real engine does "
         "(--no-google-js: results in the raw HTML)",
     )
-    parser.add_argument(
+    _engine_fault(
+        parser,
         "--slow-at",
-        action="append",
-        default=[],
-        type=_engine_numbers("ENGINE:PAGE:MS"),
-        metavar="ENGINE:PAGE:MS",
-        help="answer that page after MS milliseconds (instead of --latency-ms)",
+        "answer that page after MS milliseconds (instead of --latency-ms)",
+        "ENGINE:PAGE:MS",
     )
-    parser.add_argument(
+    _engine_fault(
+        parser,
         "--other-status",
-        action="append",
-        default=[],
-        type=_engine_numbers("ENGINE:CODE"),
-        metavar="ENGINE:CODE",
-        help="answer the engine's pages other than result pages (its citation graph, follow-ups) "
+        "answer the engine's pages other than result pages (its citation graph, follow-ups) "
         "with an HTTP status",
+        "ENGINE:CODE",
     )
-    parser.add_argument(
+    _engine_fault(
+        parser,
         "--replica-lag",
-        action="append",
-        default=[],
-        type=_engine_numbers("ENGINE:SECONDS"),
-        metavar="ENGINE:SECONDS",
-        help="the engine's database replicas lag SECONDS: MediaWiki's APIs answer a request "
+        "the engine's database replicas lag SECONDS: MediaWiki's APIs answer a request "
         "whose maxlag is smaller with their maxlag error",
+        "ENGINE:SECONDS",
     )
     parser.add_argument(
         "--page-kb",
