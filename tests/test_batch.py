@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from lyra_crawl.batch.scrapyd import job_settings
 from lyra_crawl.config import load_config
 from lyra_crawl.query.cache_key import cache_key
 from tests.conftest import ROOT, query_db, run_scrapy, with_store
+from tests.scrapyd_server import free_port
 
 EXAMPLE = ROOT / "config" / "batch.example.yaml"
 API_KEY = "s2-key-never-logged"
@@ -275,6 +278,43 @@ def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
     # An API key never travels with a job: Scrapyd logs job arguments.
     assert "note: LYRA_S2_API_KEY holds an API key, so it is not sent" in result.stdout
     assert API_KEY not in scrapyd.log_tail(10**7) and API_KEY not in job_log
+
+
+def test_batch_on_an_unreachable_scrapyd_says_so_once_and_keeps_the_batch(
+    simulator, db_path, tmp_path
+):
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text("defaults: {engine: mojeek}\nqueries: [tundra fires, boreal forest]\n")
+    node = f"http://127.0.0.1:{free_port()}"
+
+    result = run_scrapy(
+        "batch", str(batch_file), "--scrapyd", node, env=batch_env(simulator, db_path)
+    )
+
+    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and f"Scrapyd at {node} refused to schedule serp" in errors[0]
+    assert "Traceback" not in result.stderr
+    # Recorded and left to run: the same file continues it once Scrapyd is up.
+    entries = query_db(db_path, "SELECT state FROM batch_entries ORDER BY position")
+    assert [row["state"] for row in entries] == ["pending", "pending"]
+
+
+def test_commands_load_without_the_scrapyd_client():
+    # Every `scrapy` command, each crawl included, imports every command module; the client
+    # (and requests with it) is for `scrapy batch --scrapyd` alone.
+    probe = (
+        "import importlib, pkgutil, sys, lyra_crawl.commands as commands\n"
+        "for module in pkgutil.iter_modules(commands.__path__):\n"
+        "    importlib.import_module(f'lyra_crawl.commands.{module.name}')\n"
+        "loaded = {name.split('.')[0] for name in sys.modules}\n"
+        "print(sorted(loaded & {'scrapyd_client', 'requests'}))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_job_settings_send_paths_absolute_and_no_secret():

@@ -137,8 +137,3 @@ def job_settings(settings: Mapping[str, Any]) -> tuple[dict[str, str], dict[str,
             value = absolute_url(str(value))
         forwarded[name] = str(value)
     return forwarded, withheld
-
-
-def scrapyd_urls(value: str) -> list[str]:
-    """The nodes of `--scrapyd URL[,URL…]`, in order, each once."""
-    return list(dict.fromkeys(url.strip().rstrip("/") for url in value.split(",") if url.strip()))

@@ -29,7 +29,6 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.settings import Settings
 from scrapy.utils.conf import get_config
-from scrapyd_client.pyclient import ScrapydClient
 
 from lyra_crawl.backends import Backends, open_backends, run_sync, urls_from_settings
 from lyra_crawl.backends.protocols import ResultStore
@@ -47,14 +46,6 @@ from lyra_crawl.batch.files import (
     summary_lines,
 )
 from lyra_crawl.batch.progress import BatchMonitor
-from lyra_crawl.batch.scrapyd import (
-    Job,
-    SchedulingError,
-    job_settings,
-    schedule_crawl,
-    scrapyd_urls,
-    wait_for_jobs,
-)
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.spiders.serp import SerpSpider
 
@@ -107,7 +98,8 @@ class Command(ScrapyCommand):
             raise UsageError("give one batch file: scrapy batch FILE")
         if opts.concurrency is not None and opts.concurrency < 1:
             raise UsageError("--concurrency must be 1 or more")
-        if opts.scrapyd is not None and not scrapyd_urls(opts.scrapyd):
+        nodes = None if opts.scrapyd is None else _scrapyd_nodes(opts.scrapyd)
+        if nodes == []:
             raise UsageError("--scrapyd needs a URL, or several separated by commas")
         try:
             record, rejected = self._read_and_record(args[0])
@@ -117,15 +109,14 @@ class Command(ScrapyCommand):
             return
         for message in rejected:
             print(f"error: {message}", file=sys.stderr)
-        try:
-            if opts.scrapyd:
-                self._crawl_on_scrapyd(record, opts)
-            else:
-                self._crawl_here(record, opts)
-        except SchedulingError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            self.exitcode = EXIT_FAILED
-            return
+        if nodes:
+            problem = self._crawl_on_scrapyd(record, nodes, opts)
+            if problem is not None:
+                print(f"error: {problem}", file=sys.stderr)
+                self.exitcode = EXIT_FAILED
+                return
+        else:
+            self._crawl_here(record, opts)
         end = run_sync(self._end(record.id))
         print("\n".join(summary_lines(end, record.id)))
         self.exitcode = 0 if end.all_succeeded else EXIT_FAILED
@@ -166,7 +157,22 @@ class Command(ScrapyCommand):
         self.crawler_process.crawl(SerpSpider, **_spider_args(record, opts))
         self.crawler_process.start()
 
-    def _crawl_on_scrapyd(self, record: BatchRecord, opts: argparse.Namespace) -> None:
+    def _crawl_on_scrapyd(
+        self, record: BatchRecord, nodes: list[str], opts: argparse.Namespace
+    ) -> str | None:
+        """Run the batch as Scrapyd jobs and wait for them; what stopped them, if anything."""
+        # Imported here, as only --scrapyd needs them: every `scrapy` command (each crawl
+        # included) imports this module, and scrapyd-client with requests takes ~50 ms.
+        from scrapyd_client.pyclient import ScrapydClient
+
+        from lyra_crawl.batch.scrapyd import (
+            Job,
+            SchedulingError,
+            job_settings,
+            schedule_crawl,
+            wait_for_jobs,
+        )
+
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
         spider_args = _spider_args(record, opts)
         settings, withheld = job_settings(self.settings)
@@ -176,26 +182,34 @@ class Command(ScrapyCommand):
                 "their arguments): each node's Scrapyd must have it in its environment",
                 flush=True,
             )
-        jobs = [
-            schedule_crawl(ScrapydClient(url), project, spider_args, settings)
-            for url in scrapyd_urls(opts.scrapyd)
-        ]
 
         def changed(job: Job, state: str) -> None:
             print(f"batch {record.id}: {state} (job {job.id} on {job.client.url})", flush=True)
 
-        progress = _StoreProgress(self.settings, record.id)
         try:
-            wait_for_jobs(
-                jobs,
-                project,
-                poll_interval=opts.poll_interval,
-                timeout=opts.timeout,
-                on_change=changed,
-                on_poll=progress.poll,
-            )
-        finally:
-            progress.close()
+            jobs = [
+                schedule_crawl(ScrapydClient(url), project, spider_args, settings) for url in nodes
+            ]
+            progress = _StoreProgress(self.settings, record.id)
+            try:
+                wait_for_jobs(
+                    jobs,
+                    project,
+                    poll_interval=opts.poll_interval,
+                    timeout=opts.timeout,
+                    on_change=changed,
+                    on_poll=progress.poll,
+                )
+            finally:
+                progress.close()
+        except SchedulingError as exc:
+            return str(exc)
+        return None
+
+
+def _scrapyd_nodes(value: str) -> list[str]:
+    """The nodes of `--scrapyd URL[,URL…]`, in order, each once."""
+    return list(dict.fromkeys(url.strip().rstrip("/") for url in value.split(",") if url.strip()))
 
 
 class _StoreProgress:
