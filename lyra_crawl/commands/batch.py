@@ -162,7 +162,7 @@ class Command(ScrapyCommand):
     ) -> str | None:
         """Run the batch as Scrapyd jobs and wait for them; what stopped them, if anything."""
         # Imported here, as only --scrapyd needs them: every `scrapy` command (each crawl
-        # included) imports this module, and scrapyd-client with requests takes ~50 ms.
+        # included) imports this module, and scrapyd-client with requests takes 20-60 ms.
         from scrapyd_client.pyclient import ScrapydClient
 
         from lyra_crawl.batch.scrapyd import (
