@@ -112,6 +112,11 @@ def test_four_processes_keep_requests_one_tenth_of_a_second_apart(simulator, db_
     assert len(times) == 12
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert min(gaps) >= 0.095, gaps
+    # A process refused the slot another holds was told of its release, never left to look
+    # again on its own (the simulator answers well within RELEASE_CHECK_S).
+    logs = "".join(r.stderr for r in results)
+    assert "'lyra/mojeek/rate/release_waits'" in logs
+    assert "rate/release_waits_unheard" not in logs
 
 
 class TwoEngineSpider(scrapy.Spider):

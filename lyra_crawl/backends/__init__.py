@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase, SqliteStore
+from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
 
 T = TypeVar("T")
 
@@ -141,7 +142,10 @@ class _Opener:
 
     async def coordinator(self, url: str) -> Coordinator:
         if url.startswith(SQLITE_PREFIX):
-            return SqliteCoordinator(await self._sqlite_database(url, "LYRA_COORDINATION_URL"))
+            database = await self._sqlite_database(url, "LYRA_COORDINATION_URL")
+            signals = ReleaseSignals()
+            self.opened.append(signals)
+            return SqliteCoordinator(database, signals)
         if url.startswith(REDIS_SCHEMES):
             # Imported here: crawls on SQLite alone never load redis-py.
             from lyra_crawl.backends.redis import RedisCoordinator

@@ -308,6 +308,11 @@ class Coordinator(Backend, Protocol):
         """Take `engine`'s send slot if it is free, leased for `lease_s` at most."""
         ...
 
+    async def slot_released(self, engine: str, timeout_s: float) -> bool:
+        """Whether `engine`'s slot, held by a request in flight at this process's last claim
+        on it, was released since, by any process: waits for the release up to `timeout_s`."""
+        ...
+
     async def release_rate_slot(self, engine: str, token: float, interval_s: float) -> None:
         """Free the slot taken with `token`: the next request may go `interval_s` from now."""
         ...

@@ -12,10 +12,14 @@ then first, so the usual case (one process per engine) costs one claim per reque
 refused claim and a second one. The claim still decides; another process may hold the slot.
 
 A refused claim says when the slot is free again: at a known time once released (the head
-sleeps until then), or at the end of another process's lease (the head looks again after
-1/qps, the earliest that holder could free it). The wait happens outside Scrapy's shared
-concurrency, so a slow engine never holds up the others. Waits are counted under
-`lyra/<engine>/rate/waits`, their total under `lyra/<engine>/rate/waited_s`.
+sleeps until then), or at the end of another process's lease. Then the head waits for that
+process's release, which the Coordinator tells every process that waits for it (never by
+polling the store), and claims 1/qps after it; it looks again on its own after RELEASE_CHECK_S
+at most, should no word of the release come (its holder died; a process the word cannot reach).
+The wait happens outside Scrapy's shared concurrency, so a slow engine never holds up the
+others. Waits are counted under `lyra/<engine>/rate/waits`, their total under
+`lyra/<engine>/rate/waited_s`; the waits for a release under `rate/release_waits`, those that
+ended without word of it under `rate/release_waits_unheard`.
 
 This replaces Scrapy's per-slot DOWNLOAD_DELAY, which paces one process only and which
 AutoThrottle overrides; SerpSpider still gives each engine its own download slot with
@@ -28,7 +32,9 @@ engines.yaml.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from scrapy import Request
 from scrapy.http import Response
@@ -36,10 +42,10 @@ from scrapy.http import Response
 from lyra_crawl.middlewares.base import EngineMiddleware
 from lyra_crawl.session.crawl import CrawlSession
 
-# Another process holds the slot until its answer comes: look again after 1/qps, then back off
-# (doubling, up to this) so that at high qps waiting processes do not poll the coordinator
-# every millisecond. Engines slower than this many qps are not affected.
-HELD_BACKOFF_CAP_S = 0.05
+T = TypeVar("T")
+
+# The longest a head waits for word of a release before it claims again.
+RELEASE_CHECK_S = 1.0
 
 
 class RateLimitMiddleware(EngineMiddleware):
@@ -47,7 +53,8 @@ class RateLimitMiddleware(EngineMiddleware):
 
     def __init__(self, session: CrawlSession) -> None:
         super().__init__(session)
-        # engine -> loop time at which the slot this process last released is free again
+        # engine -> loop time at which its slot is known to be free again (released by this
+        # process, or as a refused claim or a release heard of says)
         self._free_at: dict[str, float] = {}
 
     async def process_request(self, request: Request) -> None:
@@ -57,26 +64,38 @@ class RateLimitMiddleware(EngineMiddleware):
         engine = state.engine
         interval = self._interval(engine)
         lease = self.session.download_timeout + interval
-        known_wait = self._free_at.get(engine, 0.0) - asyncio.get_running_loop().time()
-        if known_wait > 0:
-            await self._wait(request, engine, known_wait)
-        held_wait = interval
+        loop = asyncio.get_running_loop()
         while True:
+            known_wait = self._free_at.get(engine, 0.0) - loop.time()
+            if known_wait > 0:
+                await self._wait(request, engine, asyncio.sleep(known_wait))
             claim = await self.session.coordinator.claim_rate_slot(engine, lease)
             if claim.granted:
                 state.lease = claim.token
                 return
             if not claim.held:
-                await self._wait(request, engine, claim.wait_s)
-                continue
-            await self._wait(request, engine, min(claim.wait_s, held_wait))
-            held_wait = max(interval, min(2 * held_wait, HELD_BACKOFF_CAP_S))
+                self._free_at[engine] = loop.time() + claim.wait_s
+            elif await self._release_heard(request, engine, min(claim.wait_s, RELEASE_CHECK_S)):
+                self._free_at[engine] = loop.time() + interval
 
-    async def _wait(self, request: Request, engine: str, seconds: float) -> None:
+    async def _release_heard(self, request: Request, engine: str, timeout_s: float) -> bool:
+        """Wait for the release of the slot another process holds: whether word of it came."""
+        self.count(engine, "rate/release_waits")
+        heard = await self._wait(
+            request, engine, self.session.coordinator.slot_released(engine, timeout_s)
+        )
+        if not heard:
+            self.count(engine, "rate/release_waits_unheard")
+        return heard
+
+    async def _wait(self, request: Request, engine: str, waiting: Awaitable[T]) -> T:
         self.count(engine, "rate/waits")
-        self.count(engine, "rate/waited_s", seconds)
-        async with self.session.outside_concurrency(request):
-            await asyncio.sleep(seconds)
+        started = time.monotonic()
+        try:
+            async with self.session.outside_concurrency(request):
+                return await waiting
+        finally:
+            self.count(engine, "rate/waited_s", time.monotonic() - started)
 
     async def process_response(self, request: Request, response: Response) -> Response:
         await self._release(request)

@@ -33,21 +33,29 @@ async def reserve(backends: Backends, engine: str, day: str, limit: str, tries: 
 
 async def hold_slot(
     backends: Backends, engine: str, grants: str, interval_s: str, hold_s: str
-) -> list[tuple[float, float]]:
-    """Each time the slot was held here: (just after the claim, just before the release)."""
+) -> dict[str, Any]:
+    """Each time the slot was held here: (just after the claim, just before the release); and
+    how the waits for a slot held elsewhere ended: by word of its release, or at their timeout
+    (30 s)."""
     coordinator = backends.coordinator
     held: list[tuple[float, float]] = []
+    waits = {"released": 0, "timed_out": 0}
     while len(held) < int(grants):
         claim = await coordinator.claim_rate_slot(engine, lease_s=30.0)
         if not claim.granted:
-            await asyncio.sleep(min(claim.wait_s, 0.005))
+            if not claim.held:
+                await asyncio.sleep(claim.wait_s)
+            elif await coordinator.slot_released(engine, timeout_s=30.0):
+                waits["released"] += 1
+            else:
+                waits["timed_out"] += 1
             continue
         start = time.time()
         await asyncio.sleep(float(hold_s))
         held.append((start, time.time()))
         assert claim.token is not None
         await coordinator.release_rate_slot(engine, claim.token, float(interval_s))
-    return held
+    return {"held": held, "waits": waits}
 
 
 async def admit(backends: Backends, engine: str, tries: str) -> int:

@@ -17,12 +17,12 @@ from typing import TypeVar
 
 import pytest
 
-from lyra_crawl.backends import Backends
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.backends.records import EntrySpec
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import BreakerState
 from tests.backends.lock_holders import FileLockHolder
-from tests.conftest import with_store
+from tests.conftest import in_own_loop, with_store
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +96,45 @@ def test_the_send_slot_is_leased_then_spaced_and_a_stale_token_frees_nothing(
     assert ran_out.granted and taken_over.granted and taken_over.token != ran_out.token
     assert not still_held.granted and still_held.held
     assert free.granted
+
+
+def test_a_claim_refused_for_a_held_slot_hears_of_its_release_and_only_of_the_next_one(
+    tmp_path, coordination_url
+):
+    """Two holders of the backends on one file (and one Redis), as two processes are: the one
+    refused a slot the other holds hears of its release, even if the release came before it
+    began to wait; a claim forgets releases before it; a stale token's release is no release."""
+    settings = {
+        "LYRA_DB_PATH": str(tmp_path / "db.sqlite3"),
+        "LYRA_COORDINATION_URL": coordination_url,
+    }
+
+    async def work(holder: Backends, waiter: Backends):
+        first = await holder.coordinator.claim_rate_slot("mojeek", lease_s=30)
+        refused = await waiter.coordinator.claim_rate_slot("mojeek", lease_s=30)
+        nothing_yet = await waiter.coordinator.slot_released("mojeek", timeout_s=0.05)
+        assert first.token is not None
+        await holder.coordinator.release_rate_slot("mojeek", first.token, interval_s=0)
+        heard = await waiter.coordinator.slot_released("mojeek", timeout_s=30)
+        granted = await waiter.coordinator.claim_rate_slot("mojeek", lease_s=30)
+        forgotten = await waiter.coordinator.slot_released("mojeek", timeout_s=0.05)
+
+        refused_again = await holder.coordinator.claim_rate_slot("mojeek", lease_s=30)
+        await waiter.coordinator.release_rate_slot("mojeek", first.token, interval_s=0)  # stale
+        stale = await holder.coordinator.slot_released("mojeek", timeout_s=0.05)
+        return refused, nothing_yet, heard, granted, forgotten, refused_again, stale
+
+    async def both():
+        return await with_backends(
+            settings, lambda holder: with_backends(settings, lambda waiter: work(holder, waiter))
+        )
+
+    refused, nothing_yet, heard, granted, forgotten, refused_again, stale = in_own_loop(both())
+
+    assert refused.held and not nothing_yet
+    assert heard, "the release was told to the process refused the slot"
+    assert granted.granted and not forgotten
+    assert refused_again.held and not stale
 
 
 def test_a_slot_released_while_the_file_is_busy_is_free_one_interval_after_its_answer(tmp_path):
@@ -249,9 +288,15 @@ def test_processes_sharing_a_coordinator_never_exceed_the_daily_limit(shared):
 
 def test_processes_sharing_a_coordinator_hold_the_send_slot_one_at_a_time_and_spaced(shared):
     interval_s = 0.01
-    held = run_together(shared, *[["rate", "mojeek", "12", str(interval_s), "0.002"]] * 3)
+    ran = run_together(shared, *[["rate", "mojeek", "12", str(interval_s), "0.002"]] * 3)
 
+    held = [process["held"] for process in ran]
     assert all(len(turns) == 12 for turns in held), "every process got its turns"
+    waits = [process["waits"] for process in ran]
+    # A process refused a slot another holds is told of its release: no wait lasts to its
+    # 30 s timeout (which would also take this test minutes).
+    assert sum(w["released"] for w in waits) >= 1, waits
+    assert all(w["timed_out"] == 0 for w in waits), waits
     turns = sorted(turn for process in held for turn in process)
     for (_, released), (claimed, _) in pairwise(turns):
         # The next holder claimed at least 1/qps after the previous one released: the leases

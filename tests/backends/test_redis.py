@@ -44,6 +44,57 @@ def test_a_malformed_url_is_one_clear_error_without_the_password(tmp_path):
     assert message.startswith("LYRA_COORDINATION_URL redis://:***@127.0.0.1:notaport/0 is not")
 
 
+def test_the_deployment_guides_acl_user_shares_slots_and_one_without_its_channels_is_told(
+    tmp_path, disposable_redis: RedisServer
+):
+    """docs/deployment.md's ACL user (`~lyra:* &lyra:*`) can claim, release and hear releases;
+    a user whose ACL leaves out the channels gets one error naming the fix at its first claim."""
+    admin = redis.Redis(port=disposable_redis.port, password=PASSWORD)
+    admin.acl_setuser(
+        "lyra",
+        enabled=True,
+        passwords=["+lyra-pw"],
+        keys=["lyra:*"],
+        channels=["lyra:*"],
+        commands=["+@all", "-@dangerous"],
+    )
+    admin.acl_setuser(
+        "nochannels",
+        enabled=True,
+        passwords=["+lyra-pw"],
+        keys=["lyra:*"],
+        commands=["+@all", "-@dangerous"],
+    )
+    admin.close()
+
+    def url(user: str) -> str:
+        return f"redis://{user}:lyra-pw@127.0.0.1:{disposable_redis.port}/0"
+
+    async def share(user: str) -> bool:
+        urls = BackendUrls(sqlite_url(tmp_path / "db.sqlite3"), url(user))
+        holder, waiter = await open_backends(urls), await open_backends(urls)
+        try:
+            held = await holder.coordinator.claim_rate_slot("mojeek", lease_s=30)
+            refused = await waiter.coordinator.claim_rate_slot("mojeek", lease_s=30)
+            assert held.token is not None and refused.held
+            await holder.coordinator.release_rate_slot("mojeek", held.token, interval_s=0)
+            return await waiter.coordinator.slot_released("mojeek", timeout_s=30)
+        finally:
+            await holder.close()
+            await waiter.close()
+
+    assert in_own_loop(share("lyra")) is True
+    with pytest.raises(BackendError) as raised:
+        in_own_loop(share("nochannels"))
+    message = str(raised.value)
+    assert "lyra-pw" not in message
+    assert message.startswith(
+        f"LYRA_COORDINATION_URL redis://nochannels:***@127.0.0.1:{disposable_redis.port}/0"
+        " refused a step (this user has no permissions to access one of the channels"
+    )
+    assert message.endswith("(ACL: ~lyra:* &lyra:*)")
+
+
 def test_each_step_fails_closed_with_a_clear_error_once_redis_is_gone(
     tmp_path, disposable_redis: RedisServer
 ):

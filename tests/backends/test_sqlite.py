@@ -185,7 +185,8 @@ def test_one_connection_serves_both_backends_of_one_file(tmp_path):
         backends = await open_backends(urls)
         try:
             await backends.coordinator.reserve_quota("mojeek", "2026-01-01", None)
-            return open_files(path), len(backends.connections)
+            databases = [c for c in backends.connections if isinstance(c, SqliteDatabase)]
+            return open_files(path), len(databases)
         finally:
             await backends.close()
 

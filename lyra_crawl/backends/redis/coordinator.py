@@ -8,7 +8,8 @@ node changed the breaker in between.
 
 Keys, under `lyra:`: `quota:<day>` (a hash of requests per engine, kept two days after its last
 reservation), `rate:<engine>` (the send slot), `breaker:<engine>` (the breaker's fields and a
-version). One Redis, not a Redis Cluster: engine_states reads every engine's keys at once.
+version); the channel `rate:released` carries the releases someone waits for (releases). One
+Redis, not a Redis Cluster: engine_states reads every engine's keys at once.
 
 Every Redis error becomes a BackendError naming the URL without its password, and the fix.
 """
@@ -23,12 +24,13 @@ from urllib.parse import urlsplit
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import AuthenticationError, RedisError
+from redis.exceptions import AuthenticationError, NoPermissionError, RedisError
 
 from lyra_crawl.backends import redact_url
 from lyra_crawl.backends.breaker_steps import BreakerSteps
 from lyra_crawl.backends.records import BackendError, EngineState, RateClaim
 from lyra_crawl.backends.redis import scripts
+from lyra_crawl.backends.redis.releases import ReleaseListener
 from lyra_crawl.politeness.breaker import (
     BreakerState,
     Health,
@@ -58,6 +60,7 @@ class RedisCoordinator(BreakerSteps):
         self._read_breaker = client.register_script(scripts.READ_BREAKER)
         self._write_breaker = client.register_script(scripts.WRITE_BREAKER)
         self._engine_states = client.register_script(scripts.ENGINE_STATES)
+        self._releases = ReleaseListener(client, _key("rate", "released"), TIMEOUT_S)
 
     @classmethod
     async def open(cls, url: str) -> RedisCoordinator:
@@ -91,6 +94,7 @@ class RedisCoordinator(BreakerSteps):
         return self._url
 
     async def close(self) -> None:
+        await self._releases.close()
         await self._client.aclose()
 
     # -- daily quota -----------------------------------------------------------------------
@@ -120,13 +124,22 @@ class RedisCoordinator(BreakerSteps):
     # -- the per-engine send slot ----------------------------------------------------------
 
     async def claim_rate_slot(self, engine: str, lease_s: float) -> RateClaim:
+        await self._run(self._releases.expect(engine))
         claim = await self._run(self._claim(keys=[_key("rate", engine)], args=[lease_s]))
         if claim[0] == 1:
             return RateClaim(token=float(claim[1]))
         return RateClaim(None, max(float(claim[1]), 0.0), claim[2] == "1")
 
+    async def slot_released(self, engine: str, timeout_s: float) -> bool:
+        return await self._releases.released(engine, timeout_s)
+
     async def release_rate_slot(self, engine: str, token: float, interval_s: float) -> None:
-        await self._run(self._release(keys=[_key("rate", engine)], args=[repr(token), interval_s]))
+        await self._run(
+            self._release(
+                keys=[_key("rate", engine)],
+                args=[repr(token), interval_s, self._releases.channel, engine],
+            )
+        )
 
     # -- circuit breaker -------------------------------------------------------------------
 
@@ -162,6 +175,12 @@ class RedisCoordinator(BreakerSteps):
         """The answer of one Redis call; a Redis failure is a BackendError (fail closed)."""
         try:
             return await call
+        except NoPermissionError as exc:
+            raise _error(
+                self._raw_url,
+                f"refused a step ({_reason(exc)})",
+                "let lyra's user use the keys and channels under lyra: (ACL: ~lyra:* &lyra:*)",
+            ) from exc
         except RedisError as exc:
             raise _error(
                 self._raw_url,

@@ -24,7 +24,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 """
 
-# KEYS[1]: the engine's slot; ARGV: lease_s. Returns {1, token} or {0, wait_s, held}.
+# KEYS[1]: the engine's slot; ARGV: lease_s. Returns {1, token} or {0, wait_s, held}. A claim
+# refused while the slot is held marks it `waiting`, so that its release is published.
 CLAIM_RATE_SLOT = (
     _NOW
     + """
@@ -35,18 +36,21 @@ if next_allowed == nil or next_allowed <= now then
   redis.call('HSET', KEYS[1], 'next_allowed', token, 'held', '1')
   return {1, token}
 end
+if slot[2] == '1' then redis.call('HSET', KEYS[1], 'waiting', '1') end
 return {0, string.format('%.17g', next_allowed - now), slot[2]}
 """
 )
 
-# KEYS[1]: the engine's slot; ARGV: token, interval_s. A lease that ran out may already be
-# someone else's: a token that is no longer the slot's frees nothing.
+# KEYS[1]: the engine's slot; ARGV: token, interval_s, the channel of releases, the engine. A
+# lease that ran out may already be someone else's: a token that is no longer the slot's frees
+# nothing. A release someone waits for is published on the channel (the engine's name).
 RELEASE_RATE_SLOT = (
     _NOW
     + """
 if tonumber(redis.call('HGET', KEYS[1], 'next_allowed')) == tonumber(ARGV[1]) then
   local next_allowed = string.format('%.17g', now + tonumber(ARGV[2]))
   redis.call('HSET', KEYS[1], 'next_allowed', next_allowed, 'held', '0')
+  if redis.call('HDEL', KEYS[1], 'waiting') == 1 then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
 end
 return 0
 """

@@ -3,7 +3,8 @@
 Each step is all-or-nothing under the write lock (BEGIN IMMEDIATE) on the database's worker
 thread, so crawls in any number of processes sharing the file see each other's changes whole
 and in order; the clock is read once the write lock is held, so waiting for the lock cannot
-make a claim look earlier.
+make a claim look earlier. A process waiting for a slot another process holds is woken by its
+release (release_signals).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from lyra_crawl.backends import rows
 from lyra_crawl.backends.breaker_steps import BreakerSteps
 from lyra_crawl.backends.records import EngineState, RateClaim
 from lyra_crawl.backends.rows import utc_now
-from lyra_crawl.backends.sqlite.database import SqliteBackend
+from lyra_crawl.backends.sqlite.database import SqliteBackend, SqliteDatabase
+from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
 from lyra_crawl.politeness.breaker import (
     Health,
 )
@@ -26,6 +28,10 @@ T = TypeVar("T")
 
 
 class SqliteCoordinator(SqliteBackend, BreakerSteps):
+    def __init__(self, database: SqliteDatabase, signals: ReleaseSignals) -> None:
+        super().__init__(database)
+        self._signals = signals
+
     # -- daily quota -----------------------------------------------------------------------
 
     async def reserve_quota(self, engine: str, day: str, daily_limit: int | None) -> bool:
@@ -91,6 +97,8 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
     # flight, and release time + 1/qps once it is answered; `held` tells the two apart.
 
     async def claim_rate_slot(self, engine: str, lease_s: float) -> RateClaim:
+        address = self._signals.expect(engine)
+
         def claim(conn: sqlite3.Connection) -> RateClaim:
             now = time.time()
             taken = conn.execute(
@@ -101,26 +109,42 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
             ).rowcount
             if taken == 1:
                 return RateClaim(token=now + lease_s)
-            row = conn.execute(
+            next_allowed, held = conn.execute(
                 "SELECT next_allowed, held FROM engine_rate WHERE engine = ?", (engine,)
             ).fetchone()
-            return RateClaim(None, max(float(row[0]) - now, 0.0), bool(row[1]))
+            if held and address is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO engine_rate_waiters (engine, address) VALUES (?, ?)",
+                    (engine, address),
+                )
+            return RateClaim(None, max(float(next_allowed) - now, 0.0), bool(held))
 
         return await self._db.write(claim)
+
+    async def slot_released(self, engine: str, timeout_s: float) -> bool:
+        return await self._signals.released(engine, timeout_s)
 
     async def release_rate_slot(self, engine: str, token: float, interval_s: float) -> None:
         # Counted from the answer, not from when the worker thread gets to the write: the
         # caller's own next claim comes 1/qps after the answer and would find the slot not
         # yet free by as long as the write waited in the worker's queue.
         free_at = time.time() + interval_s
-        # A lease that ran out may already be someone else's: leave theirs alone.
-        await self._db.write(
-            lambda conn: conn.execute(
+
+        def release(conn: sqlite3.Connection) -> None:
+            # A lease that ran out may already be someone else's: leave theirs alone.
+            released = conn.execute(
                 "UPDATE engine_rate SET next_allowed = ?, held = 0"
                 " WHERE engine = ? AND next_allowed = ?",
                 (free_at, engine, token),
-            )
-        )
+            ).rowcount
+            if released:
+                waiting = conn.execute(
+                    "DELETE FROM engine_rate_waiters WHERE engine = ? RETURNING address", (engine,)
+                )
+                # Sent before the commit: a woken claim queues for the write lock behind it.
+                self._signals.send(engine, [address for (address,) in waiting])
+
+        await self._db.write(release)
 
     # -- circuit breaker -------------------------------------------------------------------
 

@@ -199,6 +199,14 @@ CREATE TABLE IF NOT EXISTS engine_rate (
     held          INTEGER NOT NULL DEFAULT 0
 );
 
+-- The processes waiting for an engine's slot another process holds: where to tell each that it
+-- is released (the address of its wake-up socket, backends/sqlite/release_signals.py).
+CREATE TABLE IF NOT EXISTS engine_rate_waiters (
+    engine   TEXT NOT NULL,
+    address  BLOB NOT NULL,
+    PRIMARY KEY (engine, address)
+) WITHOUT ROWID;
+
 -- Circuit breaker state per engine.
 CREATE TABLE IF NOT EXISTS engine_health (
     engine                TEXT PRIMARY KEY,
