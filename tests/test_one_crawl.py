@@ -3,6 +3,7 @@ most one browser driver, and it stores what the same queries crawled one by one 
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -223,3 +224,17 @@ async def test_another_spider_runs_through_lyras_chain_untouched(simulator, db_p
     assert len(simulator.requests("mojeek")) == 3
     assert query_db(db_path, "SELECT COUNT(*) AS n FROM queries")[0]["n"] == 0
     assert query_db(db_path, "SELECT COUNT(*) AS n FROM engine_usage")[0]["n"] == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_gives_what_it_froze_back_to_the_collector(simulator, db_path):
+    """The session freezes what is alive when its spider opens (gc.freeze: the collector's full
+    passes held up the reactor); a process that crawls again and again (CrawlerRunner in a
+    service) must get each crawl's objects back to the collector once it is over, or their
+    reference cycles would never be freed."""
+    crawler = await run_crawl(
+        simulator, db_path, query="frozen tundra", engine="mojeek", serp_max_pages=1
+    )
+
+    assert crawler.stats.get_value("item_scraped_count", 0) > 0
+    assert gc.get_freeze_count() == 0

@@ -115,6 +115,7 @@ def test_four_processes_keep_requests_one_tenth_of_a_second_apart(simulator, db_
     # A process refused the slot another holds was told of its release, never left to look
     # again on its own (the simulator answers well within RELEASE_CHECK_S).
     logs = "".join(r.stderr for r in results)
+    assert " ERROR: " not in logs, logs[-3000:]
     assert "'lyra/mojeek/rate/release_waits'" in logs
     assert "rate/release_waits_unheard" not in logs
 

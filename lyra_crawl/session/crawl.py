@@ -110,7 +110,8 @@ class CrawlSession:
         self._backends = await open_backends(self._backend_urls)
         # What is alive now (modules, settings, config, the crawl's components) lives as long
         # as the crawl: kept out of the collector's full passes, each of which scanned it all
-        # and held up the reactor, and every engine's next request with it, 50-70 ms.
+        # and held up the reactor, and every engine's next request with it, 50-70 ms. Given
+        # back to the collector when the spider closes (a process may crawl again).
         gc.collect()
         gc.freeze()
 
@@ -292,3 +293,4 @@ class CrawlSession:
         if self._backends is not None:
             await self._backends.close()
         self.parser_thread.shutdown(wait=False)
+        gc.unfreeze()

@@ -24,6 +24,7 @@ class ReleaseSignals:
         self._sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sender.setblocking(False)
         self._receiver: socket.socket | None = None
+        self._receiver_address: bytes | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._heard = ReleaseEvents()
 
@@ -59,8 +60,9 @@ class ReleaseSignals:
             self._heard.forget()
             self._loop, self._receiver = loop, _bound_receiver()
             if self._receiver is not None:
+                self._receiver_address = self._receiver.getsockname()
                 loop.add_reader(self._receiver.fileno(), self._receive)
-        return None if self._receiver is None else self._receiver.getsockname()
+        return self._receiver_address
 
     def _receive(self) -> None:
         assert self._receiver is not None
@@ -78,7 +80,7 @@ class ReleaseSignals:
         if not self._loop.is_closed():
             self._loop.remove_reader(self._receiver.fileno())
         self._receiver.close()
-        self._receiver = None
+        self._receiver = self._receiver_address = None
 
 
 def _bound_receiver() -> socket.socket | None:
