@@ -24,6 +24,7 @@ import requests
 import yaml
 
 from lyra_crawl.backends import Backends, with_backends
+from lyra_crawl.config import load_config
 from tests.conftest import ROOT, edited_config, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 from tests.servers.postgres import PASSWORD as POSTGRES_PASSWORD
@@ -343,7 +344,21 @@ def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(
         assert sorted(numbers) == [1, 2, 3], f"entry {position}: pages {numbers}"
     taken_again = [entry for entry in entries if entry.attempts > 1]
     assert taken_again, "the killed node held entries: they were taken again"
+    # ... resuming the killed crawl's queries, so no page is stored twice; only an entry on an
+    # engine whose page N+1 is page N's form (DuckDuckGo, Startpage) starts a new query.
+    queries = read_store(settings, stored_queries)
+    assert sum(query.status == "finished" for query in queries) == 12
+    config = load_config(None)
+    left = [query for query in queries if query.status != "finished"]
+    assert all(
+        q.status == "interrupted" and config.engine(q.engine).next_page == "form" for q in left
+    ), left
     assert_jobs_logged_no_error(nodes)
+
+
+async def stored_queries(backends: Backends) -> list[Any]:
+    store = backends.store
+    return [await store.query(query_id) for query_id in await store.query_ids()]
 
 
 def partly_crawled_by(pid: int) -> Callable[[Backends], Awaitable[bool]]:

@@ -263,6 +263,23 @@ def test_a_finished_query_gives_its_batch_entry_a_state_and_why_in_one_step(stor
     assert entry.detail == "every source failed (mojeek: Connection refused)"
 
 
+def test_an_entry_taken_again_interrupts_the_query_its_lost_crawl_left_running(store):
+    async def work(backends):
+        store_ = backends.store
+        batch, entry = await one_entry_taken(store_, lease_s=0)
+        query_id = await store_.start_query(record(batch_entry_id=entry.id))
+        before = (await store_.query(query_id)).status
+        (again,) = await store_.take_entries(batch.id, 1, owner="two", lease_s=60)
+        return query_id, before, again, await store_.query(query_id)
+
+    query_id, before, again, query = store.run(work)
+
+    assert before == "running"
+    # Interrupted, so the crawl that took the entry resumes that query (resume=true).
+    assert (again.query_id, again.attempts) == (query_id, 2)
+    assert query.status == "interrupted" and query.finished_at is not None
+
+
 def test_a_renewed_lease_keeps_an_entry_from_other_takers(store):
     async def work(backends):
         store_ = backends.store

@@ -667,7 +667,7 @@ class PostgresStore:
                 )
             ]
             if len(ids) < limit:
-                ids += [
+                again = [
                     entry_id
                     for (entry_id,) in await _fetch(
                         conn,
@@ -677,6 +677,15 @@ class PostgresStore:
                         (batch_id, limit - len(ids)),
                     )
                 ]
+                # Their crawl stopped holding them (died, hung): its query is interrupted, so
+                # the crawl taking the entry resumes it instead of storing its pages again.
+                await conn.execute(
+                    "UPDATE queries SET status = 'interrupted', finished_at = now() WHERE id IN"
+                    " (SELECT query_id FROM batch_entries WHERE id = ANY(%s))"
+                    " AND status = 'running'",
+                    (again,),
+                )
+                ids += again
             taken = await _dicts(
                 conn,
                 "UPDATE batch_entries SET state = 'running', attempts = attempts + 1,"

@@ -639,7 +639,7 @@ class SqliteStore(SqliteBackend):
                 )
             ]
             if len(ids) < limit:
-                ids += [
+                again = [
                     row[0]
                     for row in conn.execute(
                         "SELECT id FROM batch_entries WHERE batch_id = ? AND state = 'running'"
@@ -647,6 +647,14 @@ class SqliteStore(SqliteBackend):
                         (batch_id, now, limit - len(ids)),
                     )
                 ]
+                # Their crawl stopped holding them (died, hung): its query is interrupted, so
+                # the crawl taking the entry resumes it instead of storing its pages again.
+                conn.executemany(
+                    "UPDATE queries SET status = 'interrupted', finished_at = ? WHERE id ="
+                    " (SELECT query_id FROM batch_entries WHERE id = ?) AND status = 'running'",
+                    [(utc_now(), entry_id) for entry_id in again],
+                )
+                ids += again
             conn.executemany(
                 "UPDATE batch_entries SET state = 'running', attempts = attempts + 1,"
                 " lease_owner = ?, lease_until = ?, started_at = COALESCE(started_at, ?)"
