@@ -15,6 +15,9 @@ spider on its requests), as one run swings by 10-20 % on a shared machine.
   (read back from the simulator's log), one request in flight per engine, yielding each
   result's URL and title; `batch_cpu_ratio` is the first over the second (each round's, then
   their median).
+- The same three with `_2_processes`: that batch crawled by `scrapy batch --processes 2`, one
+  crawl process per core of this machine (the CPU is the command's and both crawls'), right
+  after the bare spider in the same round.
 - `batch_rss_mb_1k`, `batch_rss_mb_10k`: peak resident memory of the batch process and its
   children for 1,000 and 10,000 queries of one page each (qps raised to 1,000 so the runs stay
   short; memory is what they measure), sampled every 50 ms from /proc.
@@ -42,6 +45,8 @@ from lyra_crawl.simulator.process import running_simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 QPS = 20.0
+# `scrapy batch --processes` of the second run of each round: one per core of this machine.
+PROCESSES = 2
 # One run of the batch swings by 10-20 % on this machine: the 1,000-query figures are the
 # medians of this many rounds, each a batch run and the bare spider right after it.
 ROUNDS = 3
@@ -72,26 +77,52 @@ def run(shared_dir: Path) -> dict[str, float]:
 def _round(
     folder: Path, number: int, batch: Path, config: Path, capacity: float
 ) -> dict[str, float]:
-    """One run of the 1,000-query batch and, right after it, the bare spider on its requests:
-    the figures that compare them."""
+    """One run of the 1,000-query batch and, right after it, the bare spider on its requests,
+    then the same batch crawled by PROCESSES processes: the figures that compare them."""
     log = folder / f"requests-{number}.jsonl"
     with running_simulator(["--request-log", str(log)]) as simulator_url:
         measured = _run_batch(batch, simulator_url, folder / f"1k-{number}.sqlite3", config)
-        requests = [json.loads(line) for line in log.read_text().splitlines()]
+        requests = _requests(log)
         bare = _run_bare(requests, simulator_url, config, folder / f"bare-{number}.jsonl")
+    bare_cpu = 1000 * bare["cpu_s"] / bare["responses"]
+    figures = {
+        "batch_requests_1k": len(requests),
+        **_batch_figures(measured, requests, capacity, bare_cpu, ""),
+        "bare_cpu_ms_per_request": bare_cpu,
+    }
+    log = folder / f"requests-{number}-processes.jsonl"
+    with running_simulator(["--request-log", str(log)]) as simulator_url:
+        db_path = folder / f"1k-{number}-processes.sqlite3"
+        measured = _run_batch(batch, simulator_url, db_path, config, processes=PROCESSES)
+        requests = _requests(log)
+    suffix = f"_{PROCESSES}_processes"
+    return {**figures, **_batch_figures(measured, requests, capacity, bare_cpu, suffix)}
+
+
+def _requests(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _batch_figures(
+    measured: dict[str, float],
+    requests: list[dict[str, Any]],
+    capacity: float,
+    bare_cpu: float,
+    suffix: str,
+) -> dict[str, float]:
+    """A batch run's makespan, wall time and CPU per request against the limit and the bare
+    spider, each figure's name ending in `suffix`."""
     span = requests[-1]["time"] - requests[0]["time"]
     limit = len(requests) / capacity
     batch_cpu = 1000 * measured["cpu_s"] / len(requests)
-    bare_cpu = 1000 * bare["cpu_s"] / bare["responses"]
-    return {
-        "batch_requests_1k": len(requests),
+    figures = {
         "batch_makespan_s": span,
         "batch_makespan_ratio": span / limit,
         "batch_wall_ratio": measured["wall_s"] / limit,
         "batch_cpu_ms_per_request": batch_cpu,
-        "bare_cpu_ms_per_request": bare_cpu,
         "batch_cpu_ratio": batch_cpu / bare_cpu,
     }
+    return {name + suffix: value for name, value in figures.items()}
 
 
 def _raised_config(folder: Path, qps: float) -> tuple[Path, float]:
@@ -119,7 +150,9 @@ def _batch_file(path: Path, count: int, *, pages: int) -> Path:
     return path
 
 
-def _run_batch(batch: Path, simulator_url: str, db_path: Path, config: Path) -> dict[str, float]:
+def _run_batch(
+    batch: Path, simulator_url: str, db_path: Path, config: Path, processes: int = 1
+) -> dict[str, float]:
     env = {
         **os.environ,
         "LYRA_SIMULATOR_URL": simulator_url,
@@ -128,6 +161,8 @@ def _run_batch(batch: Path, simulator_url: str, db_path: Path, config: Path) -> 
         "LYRA_BROWSER_ENABLED": "false",
     }
     command = [sys.executable, "-m", "scrapy", "batch", str(batch), "-s", "LOG_LEVEL=ERROR"]
+    if processes > 1:
+        command += ["--processes", str(processes)]
     return _measured(command, env)
 
 

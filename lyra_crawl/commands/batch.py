@@ -1,16 +1,19 @@
-"""`scrapy batch FILE [--scrapyd URL[,URL…]]`: record a batch file's queries and crawl them all.
+"""`scrapy batch FILE [--processes N | --scrapyd URL[,URL…]]`: record a batch file's queries and
+crawl them all.
 
 The batch and its entries are recorded in the store (`batches`, `batch_entries`), then run as
 ONE crawl (`scrapy crawl serp -a batch=ID`): one crawler, one downloader, one store handle,
-however many queries, at most `--concurrency` of them running at once. With --scrapyd that
-crawl is one Scrapyd job per node given, and the command waits for them, printing their
-states; the jobs get this run's LYRA_* settings, so they write to the store this command reads,
-and each takes entries from it under a lease as it has room (lyra_crawl.session.launch).
+however many queries, at most `--concurrency` of them running at once. With --processes that
+crawl runs in N processes here (lyra_crawl.batch.workers), given this command's settings; with
+--scrapyd it is one Scrapyd job per node given, and the command waits for them, printing their
+states; the jobs get this run's LYRA_* settings, so they write to the store this command reads.
+Either way each crawl takes entries from the store under a lease as it has room
+(lyra_crawl.session.launch).
 
 Progress while the batch runs (lyra_crawl.batch.display): a live table when stderr is a
 terminal, else a plain line every LYRA_PROGRESS_INTERVAL seconds. Here the crawl's
-BatchProgressExtension shows it; with --scrapyd this command reads the same figures from the
-store between two looks at the job, and prints its lines on stdout.
+BatchProgressExtension shows it; with --processes or --scrapyd this command reads the same
+figures from the store between two looks at the crawls, and prints its lines on stdout.
 
 Running the same file again while its batch is unfinished (killed, stopped) continues it: done
 entries are skipped, the others run. Entries with a fresh cache entry are skipped when the
@@ -27,7 +30,7 @@ from datetime import UTC, datetime
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
-from scrapy.settings import Settings
+from scrapy.settings import SETTINGS_PRIORITIES, Settings
 from scrapy.utils.conf import get_config
 
 from lyra_crawl.backends import Backends, open_backends, run_sync, urls_from_settings
@@ -46,6 +49,7 @@ from lyra_crawl.batch.files import (
     summary_lines,
 )
 from lyra_crawl.batch.progress import BatchMonitor
+from lyra_crawl.batch.workers import CrawlExit, crawl_command, run_crawls
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.spiders.serp import SerpSpider
 
@@ -69,6 +73,14 @@ class Command(ScrapyCommand):
             type=int,
             metavar="N",
             help="queries running at once (default: two per engine the batch may choose)",
+        )
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=1,
+            metavar="N",
+            help="crawl in N processes here, sharing the store's entries (default 1; up to one "
+            "per CPU core when the engines allow more requests than one process parses)",
         )
         parser.add_argument(
             "--scrapyd",
@@ -98,9 +110,15 @@ class Command(ScrapyCommand):
             raise UsageError("give one batch file: scrapy batch FILE")
         if opts.concurrency is not None and opts.concurrency < 1:
             raise UsageError("--concurrency must be 1 or more")
+        if opts.processes < 1:
+            raise UsageError("--processes must be 1 or more")
         nodes = None if opts.scrapyd is None else _scrapyd_nodes(opts.scrapyd)
         if nodes == []:
             raise UsageError("--scrapyd needs a URL, or several separated by commas")
+        if nodes and opts.processes > 1:
+            raise UsageError(
+                "--processes runs crawls here; with --scrapyd give one URL per job instead"
+            )
         try:
             record, rejected = self._read_and_record(args[0])
         except (BatchError, ConfigError, BackendError) as exc:
@@ -109,17 +127,22 @@ class Command(ScrapyCommand):
             return
         for message in rejected:
             print(f"error: {message}", file=sys.stderr)
+        crashed: list[CrawlExit] = []
         if nodes:
             problem = self._crawl_on_scrapyd(record, nodes, opts)
             if problem is not None:
                 print(f"error: {problem}", file=sys.stderr)
                 self.exitcode = EXIT_FAILED
                 return
+        elif opts.processes > 1:
+            crashed = self._crawl_in_processes(record, opts)
         else:
             self._crawl_here(record, opts)
         end = run_sync(self._end(record.id))
         print("\n".join(summary_lines(end, record.id)))
-        self.exitcode = 0 if end.all_succeeded else EXIT_FAILED
+        for crawl in crashed:
+            print(f"error: {crawl.describe()}; its log above says why", file=sys.stderr)
+        self.exitcode = 0 if end.all_succeeded and not crashed else EXIT_FAILED
 
     def _read_and_record(self, path: str) -> tuple[BatchRecord, list[str]]:
         """The batch file's record and what it says of each entry it rejected. The file's
@@ -156,6 +179,22 @@ class Command(ScrapyCommand):
         assert self.crawler_process is not None
         self.crawler_process.crawl(SerpSpider, **_spider_args(record, opts))
         self.crawler_process.start()
+
+    def _crawl_in_processes(self, record: BatchRecord, opts: argparse.Namespace) -> list[CrawlExit]:
+        """Run the batch as `--processes` crawls here and wait for them; those that crashed
+        (killed, or exited for a reason other than a failed query)."""
+        # The crawls show no progress of their own: this command shows it for all of them.
+        settings = {**_command_line_settings(self.settings), "LYRA_PROGRESS_INTERVAL": "0"}
+        progress = _StoreProgress(self.settings, record.id)
+        try:
+            exits = run_crawls(
+                opts.processes,
+                crawl_command(_spider_args(record, opts), settings),
+                on_poll=progress.poll,
+            )
+        finally:
+            progress.close()
+        return [crawl for crawl in exits if crawl.status not in (0, EXIT_FAILED)]
 
     def _crawl_on_scrapyd(
         self, record: BatchRecord, nodes: list[str], opts: argparse.Namespace
@@ -249,6 +288,13 @@ class _StoreProgress:
 
 def _print_line(line: str) -> None:
     print(line, flush=True)
+
+
+def _command_line_settings(settings: Settings) -> dict[str, str]:
+    """The settings given on this command's line (-s, -L, --logfile …), for crawls it starts:
+    everything else they read as this command did (environment, settings.py, scrapy.cfg)."""
+    given = SETTINGS_PRIORITIES["cmdline"]
+    return {name: str(settings[name]) for name in settings if settings.getpriority(name) == given}
 
 
 def _spider_args(record: BatchRecord, opts: argparse.Namespace) -> dict[str, str]:

@@ -1,0 +1,139 @@
+"""Run a stored batch's crawl in several processes on this machine and wait for them.
+
+One crawl process parses on one core (Python's GIL); a batch whose engines allow more requests
+than one core can parse (high qps, heavy pages) is CPU-bound. `scrapy batch --processes N`
+therefore starts N `scrapy crawl serp -a batch=ID` processes, as Scrapyd would on N nodes: each
+takes entries from the store under a lease as it has room, and the engines' quota, rate slot and
+breaker stay exact across them (the Coordinator).
+
+The crawls run in their own process group, so a Ctrl-C on the terminal reaches this process
+alone, which hands each signal (SIGINT, SIGTERM) to every crawl once: the first stops them
+gracefully (their running entries go back to pending), a second one forcefully, as for one
+crawl. Their stderr (their logs) comes here line by line, each line prefixed with the crawl's
+number, and is written to this process's stderr, so a live progress table stays whole.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import FrameType
+from typing import IO
+
+SPIDER = "serp"
+# How often the crawls' output and exits are looked at while nothing arrives, in seconds.
+LOOK_S = 0.25
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def crawl_command(spider_args: Mapping[str, str], settings: Mapping[str, str]) -> list[str]:
+    """`python -m scrapy crawl serp -a NAME=VALUE … -s NAME=VALUE …` with this interpreter."""
+    command = [sys.executable, "-m", "scrapy", "crawl", SPIDER]
+    for name, value in spider_args.items():
+        command += ["-a", f"{name}={value}"]
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    return command
+
+
+@dataclass(frozen=True)
+class CrawlExit:
+    """How one crawl process ended: its number (1..N), pid and exit status (negative: the
+    signal that killed it)."""
+
+    number: int
+    pid: int
+    status: int
+
+    def describe(self) -> str:
+        if self.status < 0:
+            how = f"was killed by {signal.Signals(-self.status).name}"
+        else:
+            how = f"exited with status {self.status}"
+        return f"crawl process {self.number} (pid {self.pid}) {how}"
+
+
+def run_crawls(
+    count: int,
+    command: list[str],
+    *,
+    on_poll: Callable[[], None] | None = None,
+    stderr: IO[str] | None = None,
+) -> list[CrawlExit]:
+    """Start `count` processes running `command` from the current folder, relay their stderr
+    (to `stderr`, default whatever sys.stderr is when a line comes: a live table's proxy) and
+    signals until every one has ended; `on_poll()` is called between two looks."""
+    crawls = [
+        subprocess.Popen(command, stderr=subprocess.PIPE, process_group=0) for _ in range(count)
+    ]
+    numbers = {crawl.pid: number for number, crawl in enumerate(crawls, 1)}
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        for crawl in crawls:
+            if crawl.poll() is None:
+                crawl.send_signal(signum)
+
+    earlier = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
+    try:
+        _relay(crawls, stderr, on_poll)
+        return [CrawlExit(numbers[crawl.pid], crawl.pid, crawl.wait()) for crawl in crawls]
+    finally:
+        for signum, handler in earlier.items():
+            signal.signal(signum, handler)
+
+
+def _relay(
+    crawls: list[subprocess.Popen[bytes]],
+    out: IO[str] | None,
+    on_poll: Callable[[], None] | None,
+) -> None:
+    """Copy each crawl's stderr to `out`, line by line with its number, until all are closed."""
+    with selectors.DefaultSelector() as selector:
+        for number, crawl in enumerate(crawls, 1):
+            assert crawl.stderr is not None
+            selector.register(crawl.stderr, selectors.EVENT_READ, _Lines(number, out))
+        while selector.get_map():
+            for key, _ in selector.select(LOOK_S):
+                lines: _Lines = key.data
+                chunk = os.read(key.fd, 65536)
+                if chunk:
+                    lines.feed(chunk)
+                else:
+                    lines.flush()
+                    selector.unregister(key.fileobj)
+            for crawl in crawls:
+                # Reaped as soon as it ends: until then a dead crawl's pid still looks alive,
+                # and the other crawls would wait out its entries' leases before taking them.
+                crawl.poll()
+            if on_poll is not None:
+                on_poll()
+
+
+class _Lines:
+    """One crawl's stderr, cut into whole lines, each written with the crawl's number."""
+
+    def __init__(self, number: int, out: IO[str] | None) -> None:
+        self._prefix = f"[crawl {number}] "
+        self._out = out
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> None:
+        *whole, self._partial = (self._partial + chunk).split(b"\n")
+        if whole:
+            self._write(whole)
+
+    def flush(self) -> None:
+        if self._partial:
+            self._write([self._partial])
+            self._partial = b""
+
+    def _write(self, lines: list[bytes]) -> None:
+        text = "".join(f"{self._prefix}{line.decode(errors='replace')}\n" for line in lines)
+        out = self._out if self._out is not None else sys.stderr
+        out.write(text)
+        out.flush()

@@ -1,0 +1,158 @@
+"""`scrapy batch --processes N`: one batch crawled by N processes on this machine, sharing the
+store's entries; their logs relayed, signals handed on, a crashed one reported."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy
+from tests.reliability.test_kill_and_resume import assert_whole_pages, wait_for_pages
+from tests.test_batch_at_scale import four_page_batch
+
+
+def crawl_pids(db_path: Path) -> set[int]:
+    return {row["pid"] for row in query_db(db_path, "SELECT DISTINCT pid FROM queries")}
+
+
+def assert_each_entry_done_once_with_its_four_pages(db_path: Path, topic: str, count: int) -> None:
+    assert_whole_pages(db_path)
+    entries = query_db(db_path, "SELECT state, query_id FROM batch_entries ORDER BY position")
+    assert [e["state"] for e in entries] == ["done"] * count
+    queries = query_db(db_path, "SELECT id, query_text, status FROM queries ORDER BY id")
+    assert sorted(q["query_text"] for q in queries) == sorted(f"{topic} {n}" for n in range(count))
+    assert sorted(e["query_id"] for e in entries) == [q["id"] for q in queries]
+    assert {q["status"] for q in queries} == {"finished"}
+    pages = query_db(db_path, "SELECT query_id, page_number FROM serp_pages ORDER BY 1, 2")
+    assert [(p["query_id"], p["page_number"]) for p in pages] == [
+        (q["id"], n) for q in queries for n in (1, 2, 3, 4)
+    ]
+
+
+@pytest.mark.e2e
+def test_a_batch_crawled_by_two_processes_runs_each_entry_once_in_both(start_simulator, tmp_path):
+    db_path = tmp_path / "lyra.sqlite3"
+    # Pages slow enough that the crawl starting first cannot finish the batch alone.
+    simulator = start_simulator("--latency-ms", "200")
+    batch_file = four_page_batch(tmp_path, "fjord", 8)
+    env = scrapy_env(simulator, db_path)
+    # The store is named on the command line only: the crawls get it from there.
+    del env["LYRA_DB_PATH"]
+
+    run = run_scrapy(
+        "batch",
+        str(batch_file),
+        "--processes",
+        "2",
+        "--concurrency",
+        "2",
+        "-s",
+        f"LYRA_DB_PATH={db_path}",
+        env=env,
+    )
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "8 of 8 entries succeeded" in run.stdout
+    assert " ERROR: " not in run.stderr, run.stderr[-3000:]
+    assert_each_entry_done_once_with_its_four_pages(db_path, "fjord", 8)
+    assert len(crawl_pids(db_path)) == 2, "both processes took entries"
+    # Their logs came through this command, each line with its crawl's number.
+    logged = run.stderr.splitlines()
+    for number in (1, 2):
+        assert any(
+            line.startswith(f"[crawl {number}] ") and "Spider closed (finished)" in line
+            for line in logged
+        ), run.stderr[-3000:]
+    assert not any(line.startswith("[crawl 3]") for line in logged)
+
+
+@pytest.mark.e2e
+def test_ctrl_c_reaches_each_crawl_once_and_the_batch_run_again_finishes(start_simulator, tmp_path):
+    db_path = tmp_path / "lyra.sqlite3"
+    simulator = start_simulator("--latency-ms", "200", "--slow-at", "mojeek:3:2000")
+    batch_file = four_page_batch(tmp_path, "skerry", 6)
+    env = scrapy_env(simulator, db_path)
+    options = ("--processes", "2", "--concurrency", "2")
+    first = start_scrapy("batch", str(batch_file), *options, env=env)
+    wait_for_pages(first, db_path, 4)
+    while len(crawl_pids(db_path)) < 2:
+        assert first.poll() is None, first.stderr.read()[-3000:]
+        time.sleep(0.05)
+
+    first.send_signal(signal.SIGINT)
+    _, stderr = first.communicate(timeout=60)
+
+    assert first.returncode == 1, stderr[-3000:]
+    received = [line for line in stderr.splitlines() if "Received SIGINT" in line]
+    assert sorted(line[: len("[crawl 1]")] for line in received) == ["[crawl 1]", "[crawl 2]"]
+    assert "forcing unclean shutdown" not in stderr and " ERROR: " not in stderr, stderr[-3000:]
+    states = [e["state"] for e in query_db(db_path, "SELECT state FROM batch_entries")]
+    assert "running" not in states and "done" not in states, states
+
+    again = run_scrapy("batch", str(batch_file), *options, env=env)
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "continuing batch 1" in again.stdout and "6 of 6 entries succeeded" in again.stdout
+    assert_each_entry_done_once_with_its_four_pages(db_path, "skerry", 6)
+
+
+@pytest.mark.e2e
+def test_a_crawl_process_killed_mid_batch_is_reported_and_the_other_finishes_its_entries(
+    start_simulator, tmp_path
+):
+    db_path = tmp_path / "lyra.sqlite3"
+    simulator = start_simulator("--latency-ms", "200", "--slow-at", "mojeek:3:1500")
+    batch_file = four_page_batch(tmp_path, "tombolo", 8)
+    env = scrapy_env(simulator, db_path)
+    batch = start_scrapy(
+        "batch", str(batch_file), "--processes", "2", "--concurrency", "1", env=env
+    )
+    wait_for_pages(batch, db_path, 1)
+    victim = None
+    while victim is None:
+        assert batch.poll() is None, batch.stderr.read()[-3000:]
+        # A crawl in the middle of a query with pages stored, while the other crawl runs too.
+        mid_query = query_db(
+            db_path,
+            "SELECT DISTINCT q.pid FROM queries q JOIN serp_pages p ON p.query_id = q.id"
+            " WHERE q.status = 'running'",
+        )
+        if mid_query and len(crawl_pids(db_path)) == 2:
+            victim = mid_query[0]["pid"]
+        time.sleep(0.05)
+
+    signal_sent_at = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    _, stderr = batch.communicate(timeout=120)
+
+    assert batch.returncode == 1, stderr[-3000:]
+    assert f"(pid {victim}) was killed by SIGKILL" in stderr, stderr[-3000:]
+    assert time.monotonic() - signal_sent_at < 60
+    assert_each_entry_done_once_with_its_four_pages(db_path, "tombolo", 8)
+    attempts = query_db(db_path, "SELECT attempts FROM batch_entries")
+    assert any(row["attempts"] == 2 for row in attempts), "the killed crawl's entry ran again"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--processes", "0"], "--processes must be 1 or more"),
+        (
+            ["--processes", "2", "--scrapyd", "http://127.0.0.1:6800"],
+            "--processes runs crawls here",
+        ),
+    ],
+)
+def test_bad_process_options_are_refused_before_anything_is_recorded(options, message, tmp_path):
+    db_path = tmp_path / "lyra.sqlite3"
+    batch_file = four_page_batch(tmp_path, "reef", 2)
+
+    run = run_scrapy("batch", str(batch_file), *options, env={"LYRA_DB_PATH": str(db_path)})
+
+    assert run.returncode == 2
+    assert message in run.stderr
+    assert not db_path.exists()
