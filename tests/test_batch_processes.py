@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from lyra_crawl.batch.workers import CrawlExit, run_crawls
 from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy
 from tests.reliability.test_kill_and_resume import assert_whole_pages, wait_for_pages
 from tests.test_batch_at_scale import four_page_batch
@@ -156,3 +158,38 @@ def test_bad_process_options_are_refused_before_anything_is_recorded(options, me
     assert run.returncode == 2
     assert message in run.stderr
     assert not db_path.exists()
+
+
+def test_each_crawl_s_stderr_comes_through_line_by_line_with_its_number(capfd):
+    said = "import sys; sys.stderr.write('first\\nsecond, unfinished'); sys.exit(3)"
+
+    exits = run_crawls(2, [sys.executable, "-c", said])
+
+    logged = capfd.readouterr().err.splitlines()
+    for number in (1, 2):
+        mine = [line for line in logged if line.startswith(f"[crawl {number}] ")]
+        assert mine == [f"[crawl {number}] first", f"[crawl {number}] second, unfinished"]
+    assert [(crawl.number, crawl.status) for crawl in exits] == [(1, 3), (2, 3)]
+    assert exits[0].describe() == f"crawl process 1 (pid {exits[0].pid}) exited with status 3"
+
+
+def test_crawls_are_stopped_when_this_command_fails_while_they_run(tmp_path):
+    started = tmp_path / "started"
+    started.mkdir()
+    sleeper = "import os, sys, time; open(f'{sys.argv[1]}/{os.getpid()}', 'w'); time.sleep(60)"
+
+    def fail_once_both_run() -> None:
+        if len(list(started.iterdir())) == 2:
+            raise RuntimeError("the store went away")
+
+    with pytest.raises(RuntimeError, match="the store went away"):
+        run_crawls(2, [sys.executable, "-c", sleeper, str(started)], on_poll=fail_once_both_run)
+
+    # Stopped and reaped: their pids are gone.
+    assert [Path(f"/proc/{pid.name}").exists() for pid in started.iterdir()] == [False, False]
+
+
+def test_a_crawl_killed_by_a_signal_is_described_by_its_name():
+    assert CrawlExit(2, 4242, -signal.SIGKILL).describe() == (
+        "crawl process 2 (pid 4242) was killed by SIGKILL"
+    )

@@ -23,7 +23,6 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
-from typing import IO
 
 SPIDER = "serp"
 # How often the crawls' output and exits are looked at while nothing arrives, in seconds.
@@ -59,19 +58,14 @@ class CrawlExit:
 
 
 def run_crawls(
-    count: int,
-    command: list[str],
-    *,
-    on_poll: Callable[[], None] | None = None,
-    stderr: IO[str] | None = None,
+    count: int, command: list[str], *, on_poll: Callable[[], None] | None = None
 ) -> list[CrawlExit]:
     """Start `count` processes running `command` from the current folder, relay their stderr
-    (to `stderr`, default whatever sys.stderr is when a line comes: a live table's proxy) and
-    signals until every one has ended; `on_poll()` is called between two looks."""
+    and signals until every one has ended; `on_poll()` is called between two looks. Should
+    this process fail meanwhile (on_poll raised), the crawls are stopped (SIGTERM) first."""
     crawls = [
         subprocess.Popen(command, stderr=subprocess.PIPE, process_group=0) for _ in range(count)
     ]
-    numbers = {crawl.pid: number for number, crawl in enumerate(crawls, 1)}
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         for crawl in crawls:
@@ -80,23 +74,25 @@ def run_crawls(
 
     earlier = {signum: signal.signal(signum, forward) for signum in FORWARDED_SIGNALS}
     try:
-        _relay(crawls, stderr, on_poll)
-        return [CrawlExit(numbers[crawl.pid], crawl.pid, crawl.wait()) for crawl in crawls]
+        _relay(crawls, on_poll)
+    except BaseException:
+        forward(signal.SIGTERM, None)
+        for crawl in crawls:
+            crawl.wait()
+        raise
     finally:
         for signum, handler in earlier.items():
             signal.signal(signum, handler)
+    return [CrawlExit(number, crawl.pid, crawl.wait()) for number, crawl in enumerate(crawls, 1)]
 
 
-def _relay(
-    crawls: list[subprocess.Popen[bytes]],
-    out: IO[str] | None,
-    on_poll: Callable[[], None] | None,
-) -> None:
-    """Copy each crawl's stderr to `out`, line by line with its number, until all are closed."""
+def _relay(crawls: list[subprocess.Popen[bytes]], on_poll: Callable[[], None] | None) -> None:
+    """Copy each crawl's stderr to this process's, line by line with its number, until all are
+    closed."""
     with selectors.DefaultSelector() as selector:
         for number, crawl in enumerate(crawls, 1):
             assert crawl.stderr is not None
-            selector.register(crawl.stderr, selectors.EVENT_READ, _Lines(number, out))
+            selector.register(crawl.stderr, selectors.EVENT_READ, _Lines(number))
         while selector.get_map():
             for key, _ in selector.select(LOOK_S):
                 lines: _Lines = key.data
@@ -106,6 +102,7 @@ def _relay(
                 else:
                     lines.flush()
                     selector.unregister(key.fileobj)
+                    key.fileobj.close()
             for crawl in crawls:
                 # Reaped as soon as it ends: until then a dead crawl's pid still looks alive,
                 # and the other crawls would wait out its entries' leases before taking them.
@@ -115,11 +112,11 @@ def _relay(
 
 
 class _Lines:
-    """One crawl's stderr, cut into whole lines, each written with the crawl's number."""
+    """One crawl's stderr, cut into whole lines, each written with the crawl's number to
+    sys.stderr as it is when the line comes (a live progress table's proxy while one is up)."""
 
-    def __init__(self, number: int, out: IO[str] | None) -> None:
+    def __init__(self, number: int) -> None:
         self._prefix = f"[crawl {number}] "
-        self._out = out
         self._partial = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -133,7 +130,7 @@ class _Lines:
             self._partial = b""
 
     def _write(self, lines: list[bytes]) -> None:
-        text = "".join(f"{self._prefix}{line.decode(errors='replace')}\n" for line in lines)
-        out = self._out if self._out is not None else sys.stderr
-        out.write(text)
-        out.flush()
+        sys.stderr.write(
+            "".join(f"{self._prefix}{line.decode(errors='replace')}\n" for line in lines)
+        )
+        sys.stderr.flush()
