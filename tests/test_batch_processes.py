@@ -3,6 +3,7 @@ store's entries; their logs relayed, signals handed on, a crashed one reported."
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lyra_crawl.batch.workers import CrawlExit, run_crawls
-from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy
+from tests.conftest import edited_config, query_db, run_scrapy, scrapy_env, start_scrapy
 from tests.reliability.test_kill_and_resume import assert_whole_pages, wait_for_pages
 from tests.test_batch_at_scale import four_page_batch
 
@@ -70,6 +71,40 @@ def test_a_batch_crawled_by_two_processes_runs_each_entry_once_in_both(start_sim
             for line in logged
         ), run.stderr[-3000:]
     assert not any(line.startswith("[crawl 3]") for line in logged)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("backends", ["sqlite", "postgres+redis"])
+def test_two_processes_keep_an_engine_s_requests_one_tenth_of_a_second_apart(
+    backends, simulator, tmp_path, request
+):
+    config = edited_config(tmp_path / "config", lambda doc: doc["engines"]["mojeek"].update(qps=10))
+    batch_file = four_page_batch(tmp_path, "cove", 4)
+    env = {
+        **scrapy_env(simulator, tmp_path / "lyra.sqlite3"),
+        "LYRA_CONFIG_DIR": str(config),
+        "LYRA_RATE_LIMIT_ENABLED": "true",
+    }
+    if backends == "postgres+redis":
+        env["LYRA_DB_PATH"] = ""  # the URLs name the backends
+        env["LYRA_DB_URL"] = request.getfixturevalue("postgres_url")
+        env["LYRA_COORDINATION_URL"] = request.getfixturevalue("redis_url")
+
+    run = run_scrapy(
+        "batch", str(batch_file), "--processes", "2", "--concurrency", "2", "-L", "INFO", env=env
+    )
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "4 of 4 entries succeeded" in run.stdout
+    assert " ERROR: " not in run.stderr, run.stderr[-3000:]
+    times = sorted(r["time"] for r in simulator.requests("mojeek"))
+    assert len(times) == 16
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert min(gaps) >= 0.095, gaps
+    # Both crawls sent to mojeek: the slot was shared, each told of the other's releases.
+    for number in (1, 2):
+        assert f"[crawl {number}]  'lyra/mojeek/rate/release_waits'" in run.stderr
+    assert "rate/release_waits_unheard" not in run.stderr
 
 
 @pytest.mark.e2e
