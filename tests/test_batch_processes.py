@@ -110,7 +110,8 @@ def test_two_processes_keep_an_engine_s_requests_one_tenth_of_a_second_apart(
 @pytest.mark.e2e
 def test_ctrl_c_reaches_each_crawl_once_and_the_batch_run_again_finishes(start_simulator, tmp_path):
     db_path = tmp_path / "lyra.sqlite3"
-    simulator = start_simulator("--latency-ms", "200", "--slow-at", "mojeek:3:2000")
+    # Page 3 slow: no entry can finish while both crawls start, however loaded the machine.
+    simulator = start_simulator("--latency-ms", "200", "--slow-at", "mojeek:3:4000")
     batch_file = four_page_batch(tmp_path, "skerry", 6)
     env = scrapy_env(simulator, db_path)
     options = ("--processes", "2", "--concurrency", "2")
