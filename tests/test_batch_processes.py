@@ -135,6 +135,7 @@ def test_ctrl_c_reaches_each_crawl_once_and_the_batch_run_again_finishes(start_s
 
     assert again.returncode == 0, again.stderr[-3000:]
     assert "continuing batch 1" in again.stdout and "6 of 6 entries succeeded" in again.stdout
+    assert " ERROR: " not in again.stderr, again.stderr[-3000:]
     assert_each_entry_done_once_with_its_four_pages(db_path, "skerry", 6)
 
 
@@ -169,6 +170,7 @@ def test_a_crawl_process_killed_mid_batch_is_reported_and_the_other_finishes_its
 
     assert batch.returncode == 1, stderr[-3000:]
     assert f"(pid {victim}) was killed by SIGKILL" in stderr, stderr[-3000:]
+    assert " ERROR: " not in stderr, stderr[-3000:]
     assert time.monotonic() - signal_sent_at < 60
     assert_each_entry_done_once_with_its_four_pages(db_path, "tombolo", 8)
     attempts = query_db(db_path, "SELECT attempts FROM batch_entries")

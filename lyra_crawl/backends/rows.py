@@ -290,13 +290,20 @@ def _field_names(record: type) -> tuple[str, ...]:
 
 
 def process_alive(pid: int) -> bool:
+    """Whether `pid` runs on this host. A zombie (ended, its parent not yet told) does not:
+    its pid stays taken until the parent reaps it, which a busy parent may not do soon."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # another user's process
-    return True
+        pass  # another user's process
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc to say more
+    return state != b"Z"
 
 
 def dead_lease_owners(owners: Iterable[str]) -> list[str]:

@@ -103,10 +103,6 @@ def _relay(crawls: list[subprocess.Popen[bytes]], on_poll: Callable[[], None] | 
                     lines.flush()
                     selector.unregister(key.fileobj)
                     key.fileobj.close()
-            for crawl in crawls:
-                # Reaped as soon as it ends: until then a dead crawl's pid still looks alive,
-                # and the other crawls would wait out its entries' leases before taking them.
-                crawl.poll()
             if on_poll is not None:
                 on_poll()
 
