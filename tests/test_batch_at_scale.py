@@ -11,6 +11,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from lyra_crawl.batch.files import (
 )
 from lyra_crawl.commands.batch import batch_end
 from lyra_crawl.config import load_config
+from lyra_crawl.politeness.quota import utc_date
 from tests.conftest import (
     edited_config,
     query_db,
@@ -156,17 +158,118 @@ def test_an_engine_outside_its_hours_is_refused_and_its_entries_go_elsewhere(sim
 
     result = run_scrapy("batch", str(batch_file), env=env)
 
-    assert result.returncode == 0, result.stderr[-3000:]
+    # The entry naming mojeek waits for its hours, pending: the batch is not done.
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "4 of 5 entries succeeded" in result.stdout
+    assert "entry 5 'lagoon 5': not run" in result.stdout
     rows = query_db(db_path, "SELECT query_text, engine, selection, stop_reason FROM queries")
     chosen = {r["query_text"]: r for r in rows}
+    assert sorted(chosen) == [f"lagoon {n}" for n in range(1, 5)]
     for n in range(1, 5):
         row = chosen[f"lagoon {n}"]
         assert row["engine"] == "duckduckgo"
         assert "outside allowed hours: mojeek" in json.loads(row["selection"])["reason"]
-    named = chosen["lagoon 5"]
-    assert json.loads(named["stop_reason"]) == {"mojeek": "quota"}
-    assert f"mojeek takes requests only in {later} UTC" in result.stderr
+    assert (
+        "1 entry of batch 1 stays pending: mojeek refuses requests now (it takes requests only "
+        f"in {later} UTC); run the batch again then"
+    ) in result.stderr
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
     assert simulator.requests("mojeek") == []
+
+
+def named_engine_batch(folder: Path) -> Path:
+    """Four two-page queries, the first and third naming mojeek."""
+    batch_file = folder / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {serp_max_pages: 2, strategy: fixed, sources: [serp]}\n"
+        "queries: [{query: marsh 1, engine: mojeek}, marsh 2,"
+        " {query: marsh 3, engine: mojeek}, marsh 4]\n"
+    )
+    return batch_file
+
+
+def mojeek_queries(db_path: Path) -> list[dict[str, Any]]:
+    return [
+        dict(row)
+        for row in query_db(
+            db_path,
+            "SELECT query_text, status, pages_fetched, stop_reason FROM queries"
+            " WHERE engine = 'mojeek' AND query_text IN ('marsh 1', 'marsh 3') ORDER BY id",
+        )
+    ]
+
+
+@pytest.mark.e2e
+def test_entries_naming_an_engine_whose_breaker_is_open_wait_for_its_cool_down(simulator, tmp_path):
+    db_path = tmp_path / "lyra.sqlite3"
+    config = load_config()
+
+    async def open_breaker(backends) -> float:
+        change = await backends.coordinator.breaker_failure(
+            "mojeek", config.breaker, kind="captcha", trial=False, retry_after_s=3
+        )
+        return change.after.open_until
+
+    open_until = with_store(db_path, open_breaker)
+
+    result = run_scrapy(
+        "batch", str(named_engine_batch(tmp_path)), env=scrapy_env(simulator, db_path)
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "4 of 4 entries succeeded" in result.stdout
+    assert "2 entries of batch 1 wait for mojeek: its breaker is open until " in result.stderr
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
+    # Each crawled whole once the cool-down was over (the first request the one trial).
+    assert [
+        (q["query_text"], q["status"], q["pages_fetched"]) for q in mojeek_queries(db_path)
+    ] == [
+        ("marsh 1", "finished", 2),
+        ("marsh 3", "finished", 2),
+    ]
+    times = [request["time"] for request in simulator.requests("mojeek")]
+    assert len(times) == 4 and min(times) >= open_until
+
+
+@pytest.mark.e2e
+def test_entries_naming_an_engine_whose_quota_is_spent_stay_pending_until_run_again(
+    simulator, tmp_path
+):
+    db_path = tmp_path / "lyra.sqlite3"
+
+    def limit(daily_limit: int):
+        def edit(policy) -> None:
+            policy["engines"]["mojeek"]["daily_limit"] = daily_limit
+
+        return edited_config(tmp_path / f"config-{daily_limit}", edit)
+
+    async def spend(backends) -> None:
+        for _ in range(2):
+            assert await backends.coordinator.reserve_quota("mojeek", utc_date(), 2)
+
+    with_store(db_path, spend)
+    batch_file = named_engine_batch(tmp_path)
+    env = scrapy_env(simulator, db_path)
+
+    first = run_scrapy("batch", str(batch_file), env={**env, "LYRA_CONFIG_DIR": str(limit(2))})
+
+    assert first.returncode == 1, first.stderr[-3000:]
+    assert "2 of 4 entries succeeded" in first.stdout
+    assert "entry 1 'marsh 1': not run" in first.stdout
+    assert (
+        "2 entries of batch 1 stay pending: mojeek refuses requests now (its daily quota of 2 "
+        "requests is spent until midnight UTC); run the batch again then"
+    ) in first.stderr
+    assert " ERROR: " not in first.stderr, first.stderr[-3000:]
+    assert simulator.requests("mojeek") == [] and mojeek_queries(db_path) == []
+
+    again = run_scrapy("batch", str(batch_file), env={**env, "LYRA_CONFIG_DIR": str(limit(10))})
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "continuing batch 1" in again.stdout
+    assert "4 of 4 entries succeeded" in again.stdout
+    assert [q["pages_fetched"] for q in mojeek_queries(db_path)] == [2, 2]
+    assert len(simulator.requests("mojeek")) == 4
 
 
 @pytest.mark.e2e

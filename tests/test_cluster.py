@@ -9,6 +9,7 @@ the nodes; a job killed mid-batch loses nothing and stores nothing twice.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -213,7 +214,15 @@ def test_a_daily_limit_holds_across_nodes_and_entries_spread_over_them(
 
     assert len(simulator.requests("mojeek")) == 5, "exactly the daily limit, over three nodes"
     entries, pages = read_store(settings, entries_and_pages)
-    assert len(entries) == 12 and all(e.state in ("done", "failed") for e in entries)
+    assert len(entries) == 12
+    # Those left when the quota was spent stay pending, never opened, for the next day.
+    left = [e for e in entries if e.state == "pending"]
+    assert left and all(e.query_id is None for e in left)
+    assert all(e.state == "done" for e in entries if e.state != "pending")
+    assert re.search(
+        r"of batch 1 stays? pending: mojeek refuses requests now \(its daily quota of 5 requests",
+        job_logs(nodes),
+    )
     assert sum(len(p) for p in pages.values()) == 5, "each page sent was stored once"
     # Every node's job ran; their entries came from the one shared store.
     scheduled = {
@@ -281,29 +290,37 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     )
     run_batch(first, nodes[:1], settings)
     assert len(blocking.requests("duckduckgo")) == 2, "the CAPTCHA came on page 2"
-    opened_at = time.time()
 
-    refused = batch_file(
-        tmp_path, "refused.yaml", ["taiga", "steppe"], engine="duckduckgo", sources=["serp"]
-    )
-    run_batch(refused, nodes[1:], settings)
-    assert len(blocking.requests("duckduckgo")) == 2, "other nodes sent nothing while open"
-    assert time.time() < opened_at + COOLDOWN_S, (
-        "the second batch outlasted the cool-down: lengthen it"
-    )
+    async def open_until(backends: Backends) -> float:
+        health = await backends.coordinator.breaker_health("duckduckgo")
+        return health.open_until or 0.0
 
-    time.sleep(max(0.0, opened_at + COOLDOWN_S + 0.5 - time.time()))
+    reopens_at = read_store(settings, open_until)
+    assert reopens_at > time.time(), "the breaker is open"
+    # The other nodes' entries naming the engine wait for its cool-down; then the first request
+    # is the one half-open trial (its page answered slowly), and only its answer lets the
+    # other entry's request go, whichever node runs it.
     slow = start_simulator("--slow-at", "duckduckgo:1:1500")
-    after = batch_file(
+    waiting = batch_file(
         tmp_path,
-        "after.yaml",
-        ["prairie", "savanna"],
+        "waiting.yaml",
+        ["taiga", "steppe"],
         engine="duckduckgo",
         sources=["serp"],
         serp_max_pages=1,
     )
-    run_batch(after, nodes[1:], {**settings, "LYRA_SIMULATOR_URL": slow.url}, "--concurrency", "1")
-    assert len(slow.requests("duckduckgo")) == 1, "exactly one half-open trial across nodes"
+    result = run_batch(
+        waiting, nodes[1:], {**settings, "LYRA_SIMULATOR_URL": slow.url}, "--concurrency", "1"
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "2 of 2 entries succeeded" in result.stdout
+    assert len(blocking.requests("duckduckgo")) == 2
+    times = sorted(request["time"] for request in slow.requests("duckduckgo"))
+    assert len(times) == 2
+    assert times[0] >= reopens_at, "a request went out while the breaker was open"
+    assert times[1] - times[0] >= 1.5, "a second request went out during the half-open trial"
+    assert "wait for duckduckgo: its breaker is open until" in job_logs(nodes[1:])
     assert_jobs_logged_no_error(nodes)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
@@ -17,6 +19,8 @@ from lyra_crawl.politeness.breaker import (
     record_failure,
     record_success,
 )
+from lyra_crawl.politeness.hours import parse_window
+from lyra_crawl.politeness.refusals import BREAKER, HOURS, QUOTA, engine_refusal
 from lyra_crawl.politeness.selection import choose_engine
 from lyra_crawl.query.arguments import usable_engines
 from tests.conftest import ROOT
@@ -109,6 +113,40 @@ def test_politeness_config_errors_name_the_field(old, new, message):
 
 
 POLICY = load_config().breaker
+
+
+def test_an_engine_refuses_by_its_breaker_then_its_quota_then_its_hours():
+    policy = replace(
+        load_config().policy("mojeek"),
+        daily_limit=5,
+        allowed_hours=(parse_window("01:00-06:00"),),
+    )
+    night = datetime(2026, 11, 27, 2, 0, tzinfo=UTC)
+    day = night.replace(hour=12)
+    opened = Health(
+        "mojeek", BreakerState.OPEN, night.timestamp() + 60, trips=1, last_reason="captcha"
+    )
+
+    def refusal(health: Health, used: int, now: datetime):
+        found = engine_refusal("mojeek", policy, health, used, now)
+        return None if found is None else (found.kind, found.reason, found.ends_soon)
+
+    assert refusal(opened, 5, day.replace(hour=2)) == (
+        BREAKER,
+        "its breaker is open until 2026-11-27 02:01:00 UTC (captcha)",
+        True,
+    )
+    assert refusal(opened, 5, night.replace(minute=2)) == (
+        QUOTA,
+        "its daily quota of 5 requests is spent until midnight UTC",
+        False,
+    )
+    assert refusal(Health("mojeek"), 4, day) == (
+        HOURS,
+        "it takes requests only in 01:00-06:00 UTC",
+        False,
+    )
+    assert refusal(Health("mojeek"), 4, night) is None
 
 
 def test_breaker_opens_on_a_block_and_admits_one_trial_after_the_cooldown():

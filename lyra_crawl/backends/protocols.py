@@ -13,7 +13,7 @@ connection; network backends use their asyncio clients.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -244,13 +244,25 @@ class ResultStore(Backend, Protocol):
         ...
 
     async def take_entries(
-        self, batch_id: int, limit: int, *, owner: str, lease_s: float
+        self,
+        batch_id: int,
+        limit: int,
+        *,
+        owner: str,
+        lease_s: float,
+        skip_engines: Collection[str] = (),
     ) -> list[BatchEntry]:
         """Up to `limit` entries to run, in position order, each leased to `owner`.
 
         Pending entries first, then running ones whose lease has run out (their worker died).
-        Taken entries become running with one more attempt.
+        Taken entries become running with one more attempt. Entries whose engine (named, or
+        their query's) is one of `skip_engines` are left where they are.
         """
+        ...
+
+    async def pending_engines(self, batch_id: int) -> dict[str, int]:
+        """The batch's pending entries that have an engine (named, or their query's), counted
+        by engine."""
         ...
 
     async def finish_entry(

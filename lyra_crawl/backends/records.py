@@ -254,6 +254,11 @@ class EntrySpec:
     arguments: Mapping[str, str]
     rejected: str = ""
 
+    @property
+    def engine(self) -> str | None:
+        """The engine the entry names (`engine:`), if any."""
+        return self.arguments.get("engine") or None
+
 
 @dataclass(frozen=True)
 class BatchRecord:

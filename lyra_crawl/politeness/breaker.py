@@ -57,14 +57,9 @@ def admit(
     """Decide on one request and return the state after that decision."""
     if health.state is BreakerState.CLOSED:
         return Admission(True), health
-    until = health.open_until or 0.0
-    if refuses_now(health, now):
-        what = "is open" if health.state is BreakerState.OPEN else "is half-open, trial in flight"
-        return Admission(
-            False,
-            reason=f"breaker {what} until {_utc(until)} ({health.last_reason})",
-            unreachable=health.last_reason == NETWORK,
-        ), health
+    refusal = refusal_reason(health, now)
+    if refusal is not None:
+        return Admission(False, reason=refusal, unreachable=health.last_reason == NETWORK), health
     trial = replace(
         health, state=BreakerState.HALF_OPEN, open_until=now + trial_lease_s, trial_owner=owner
     )
@@ -74,6 +69,14 @@ def admit(
 def refuses_now(health: Health, now: float) -> bool:
     """Whether a request asking now would be refused (open, or a trial in flight)."""
     return health.state is not BreakerState.CLOSED and now < (health.open_until or 0.0)
+
+
+def refusal_reason(health: Health, now: float) -> str | None:
+    """Why a request asking now would be refused, or None if it would not be."""
+    if not refuses_now(health, now):
+        return None
+    what = "is open" if health.state is BreakerState.OPEN else "is half-open, trial in flight"
+    return f"breaker {what} until {_utc(health.open_until or 0.0)} ({health.last_reason})"
 
 
 def cooldown_s(policy: BreakerPolicy, kind: str, trips: int, retry_after_s: float | None) -> float:

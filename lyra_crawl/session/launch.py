@@ -6,6 +6,13 @@ opens when a running one closes, so a batch of any size holds only N queries in 
 entry whose arguments no longer pass or whose query cannot start is marked failed and the rest
 go on.
 
+An entry whose engine (named in it, or its interrupted query's) refuses requests right now is
+not taken (lyra_crawl.politeness.refusals): the crawl runs the others meanwhile, and takes it
+once the engine is back. When only such entries are left, the crawl waits for an engine whose
+breaker cools down (looking again every ENTRY_POLL_S) and ends when the rest wait for a daily
+quota or allowed hours, those entries still pending, with a WARNING saying when to run the batch
+again: started, each would end at once with no page, its source stopped by the refusal.
+
 Several crawls may run one batch (one Scrapyd job per node, sharing the store): each takes
 entries as it has room, so entries spread by who is free. A crawl with nothing left to take
 stays while other crawls still run entries, looking again every ENTRY_POLL_S: when one of them
@@ -16,18 +23,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import BatchEntry
+from lyra_crawl.politeness.refusals import EngineRefusal
 from lyra_crawl.query.arguments import (
     ArgumentError,
     CrawlArguments,
     LaunchPlan,
     SingleQuery,
     parse_crawl_arguments,
+    usable_engines,
 )
-from lyra_crawl.session.opening import OpenedQuery, QueryNotOpened, open_query
+from lyra_crawl.session.opening import OpenedQuery, QueryNotOpened, engine_refusals, open_query
 
 if TYPE_CHECKING:
     from lyra_crawl.session.crawl import CrawlSession
@@ -56,16 +65,21 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
         )
         return
     crawl.keep_entry_leases(ENTRY_LEASE_S)
+    usable = usable_engines(crawl.config)
     while True:
         await crawl.wait_for_room(plan.concurrency)
+        refused = await engine_refusals(crawl, usable)
         entries = await crawl.store.take_entries(
             plan.batch_id,
             plan.concurrency - len(crawl.queries),
             owner=crawl.owner,
             lease_s=ENTRY_LEASE_S,
+            skip_engines=refused.keys(),
         )
         if not entries:
-            if not await _running_elsewhere(crawl, plan.batch_id):
+            if not await _running_elsewhere(
+                crawl, plan.batch_id
+            ) and not await _waiting_for_engines(crawl, plan.batch_id, refused):
                 return
             await asyncio.sleep(ENTRY_POLL_S)
             continue
@@ -81,6 +95,43 @@ async def _running_elsewhere(crawl: CrawlSession, batch_id: int) -> bool:
     _, running = await crawl.store.batch_entries_in(batch_id, ["running"], limit=0)
     own = sum(1 for query in crawl.queries.values() if query.batch_entry_id is not None)
     return running > own
+
+
+async def _waiting_for_engines(
+    crawl: CrawlSession, batch_id: int, refused: Mapping[str, EngineRefusal]
+) -> bool:
+    """Whether pending entries wait for an engine whose breaker cools down (each said once);
+    those waiting for a quota or hours are said to stay pending."""
+    waiting = {
+        refused[engine]: count
+        for engine, count in (await crawl.store.pending_engines(batch_id)).items()
+        if engine in refused
+    }
+    for refusal, count in waiting.items():
+        entries = (
+            f"1 entry of batch {batch_id}" if count == 1 else f"{count} entries of batch {batch_id}"
+        )
+        verb = "s" if count == 1 else ""
+        if refusal.ends_soon:
+            crawl.warn_once(
+                f"waiting:{refusal.reason}",
+                "%s wait%s for %s: %s; the crawl waits for it (Ctrl-C stops it; the batch "
+                "run again goes on)",
+                entries,
+                verb,
+                refusal.engine,
+                refusal.reason,
+            )
+        else:
+            crawl.warn_once(
+                f"left:{refusal.reason}",
+                "%s stay%s pending: %s refuses requests now (%s); run the batch again then",
+                entries,
+                verb,
+                refusal.engine,
+                refusal.reason,
+            )
+    return any(refusal.ends_soon for refusal in waiting)
 
 
 async def _open_entry(

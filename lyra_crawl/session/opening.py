@@ -9,7 +9,6 @@ replay (no request at all).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -29,8 +28,8 @@ from lyra_crawl.paging.stop_rules import (
     Strategy,
 )
 from lyra_crawl.papers.collector import paper_record
-from lyra_crawl.politeness.breaker import refuses_now
 from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.politeness.refusals import HOURS, EngineRefusal, engine_refusal
 from lyra_crawl.politeness.selection import SelectionDecision, TaskShare, choose_engine
 from lyra_crawl.query.arguments import SERP_SOURCE, CrawlArguments, crawl_sources, usable_engines
 from lyra_crawl.query.cache_key import cache_key
@@ -208,18 +207,21 @@ async def _task_share(crawl: CrawlSession, task_id: str | None) -> TaskShare | N
 
 
 async def _available(crawl: CrawlSession, engines: list[str]) -> list[str]:
-    """Those of `engines` not refused right now by their breaker or their daily quota."""
+    """Those of `engines` not refused right now by their breaker or their daily quota (the
+    choice weighs their allowed hours itself, and names them in its reason)."""
+    refused = await engine_refusals(crawl, engines)
+    return [name for name in engines if name not in refused or refused[name].kind == HOURS]
+
+
+async def engine_refusals(crawl: CrawlSession, engines: list[str]) -> dict[str, EngineRefusal]:
+    """Those of `engines` that refuse requests right now, each with its refusal."""
     states = await crawl.coordinator.engine_states(engines, utc_date())
-    now = time.time()
-    return [
-        name
+    now = datetime.now(UTC)
+    refusals = (
+        engine_refusal(name, crawl.config.policy(name), state.health, state.used_today, now)
         for name, state in states.items()
-        if not refuses_now(state.health, now)
-        and (
-            crawl.config.policy(name).daily_limit is None
-            or state.used_today < (crawl.config.policy(name).daily_limit or 0)
-        )
-    ]
+    )
+    return {refusal.engine: refusal for refusal in refusals if refusal is not None}
 
 
 # -- resume (-a resume=true) -----------------------------------------------------------------

@@ -229,6 +229,37 @@ def test_a_take_gives_pending_entries_first_then_those_whose_lease_ran_out(store
     assert [(e.position, e.attempts) for e in rest] == [(2, 2)]
 
 
+def test_entries_naming_an_engine_to_skip_are_left_pending_and_counted_by_engine(store):
+    async def work(backends):
+        store_ = backends.store
+        batch = await recorded_batch(
+            store_,
+            EntrySpec(1, "a", {"query": "a", "engine": "mojeek"}),
+            EntrySpec(2, "b", {"query": "b"}),
+            EntrySpec(3, "c", {"query": "c", "engine": "brave"}),
+            EntrySpec(4, "d", {"query": "d", "engine": "mojeek"}),
+            EntrySpec(5, "e", {"query": "e", "engine": "mojeek"}, rejected="entry 5: bad"),
+        )
+        skipped = await store_.take_entries(
+            batch.id, 5, owner="one", lease_s=0, skip_engines={"mojeek"}
+        )
+        waiting = await store_.pending_engines(batch.id)
+        # Entries 2 and 3 ran out of lease at once: taken again, unless their engine is skipped.
+        again = await store_.take_entries(
+            batch.id, 5, owner="two", lease_s=60, skip_engines=["brave", "mojeek"]
+        )
+        rest = await store_.take_entries(batch.id, 5, owner="two", lease_s=60)
+        return skipped, waiting, again, rest, await store_.pending_engines(batch.id)
+
+    skipped, waiting, again, rest, none_left = store.run(work)
+
+    assert [(e.position, e.engine) for e in skipped] == [(2, None), (3, "brave")]
+    assert waiting == {"mojeek": 2}, "pending entries by the engine they name, rejected ones not"
+    assert [e.position for e in again] == [2]
+    assert [e.position for e in rest] == [1, 4, 3], "pending ones, then 3 whose lease ran out"
+    assert none_left == {}
+
+
 async def recorded_batch(store_, *entries: EntrySpec):
     """A new batch of `entries` (file b.yaml, content hash h)."""
     return await store_.create_batch(source="b.yaml", content_hash="h", entries=list(entries))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -616,7 +616,7 @@ class PostgresStore:
             )
             await conn.cursor().executemany(
                 "INSERT INTO batch_entries (batch_id, position, query_text, arguments, state,"
-                " detail) VALUES (%s, %s, %s, %s, %s, %s)",
+                " detail, engine) VALUES (%s, %s, %s, %s, %s, %s, %s)",
                 [
                     (
                         batch_id,
@@ -625,6 +625,7 @@ class PostgresStore:
                         Jsonb(dict(entry.arguments)),
                         "rejected" if entry.rejected else "pending",
                         entry.rejected,
+                        entry.engine,
                     )
                     for entry in entries
                 ],
@@ -649,8 +650,15 @@ class PostgresStore:
         return BatchRecord(*found[0]) if found else None
 
     async def take_entries(
-        self, batch_id: int, limit: int, *, owner: str, lease_s: float
+        self,
+        batch_id: int,
+        limit: int,
+        *,
+        owner: str,
+        lease_s: float,
+        skip_engines: Collection[str] = (),
     ) -> list[BatchEntry]:
+        skipped = sorted(skip_engines)
         async with self._db.transaction() as conn:
             await _expire_dead_leases(conn, batch_id)
             # Pending entries, then running ones whose lease ran out, each read through the
@@ -662,8 +670,8 @@ class PostgresStore:
                 for (entry_id,) in await _fetch(
                     conn,
                     "SELECT id FROM batch_entries WHERE batch_id = %s AND state = 'pending'"
-                    " ORDER BY position LIMIT %s FOR UPDATE SKIP LOCKED",
-                    (batch_id, limit),
+                    f" AND {_NOT_SKIPPED} ORDER BY position LIMIT %s FOR UPDATE SKIP LOCKED",
+                    (batch_id, skipped, limit),
                 )
             ]
             if len(ids) < limit:
@@ -673,8 +681,8 @@ class PostgresStore:
                         conn,
                         "SELECT id FROM batch_entries WHERE batch_id = %s AND state = 'running'"
                         " AND (lease_until IS NULL OR lease_until < clock_timestamp())"
-                        " ORDER BY position LIMIT %s FOR UPDATE SKIP LOCKED",
-                        (batch_id, limit - len(ids)),
+                        f" AND {_NOT_SKIPPED} ORDER BY position LIMIT %s FOR UPDATE SKIP LOCKED",
+                        (batch_id, skipped, limit - len(ids)),
                     )
                 ]
                 # Their crawl stopped holding them (died, hung): its query is interrupted, so
@@ -695,6 +703,16 @@ class PostgresStore:
             )
         by_id = {row["id"]: rows.batch_entry(row) for row in taken}
         return [by_id[entry_id] for entry_id in ids]
+
+    async def pending_engines(self, batch_id: int) -> dict[str, int]:
+        async with self._db.transaction() as conn:
+            found = await _fetch(
+                conn,
+                "SELECT engine, COUNT(*) FROM batch_entries WHERE batch_id = %s"
+                " AND state = 'pending' AND engine IS NOT NULL GROUP BY engine",
+                (batch_id,),
+            )
+        return {engine: count for engine, count in found}
 
     async def finish_entry(
         self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""
@@ -821,6 +839,10 @@ class PostgresStore:
             )
             total = await _one(conn, f"SELECT COUNT(*) {where}", (batch_id, list(states)))
         return [rows.batch_entry(row) for row in found], total
+
+
+# An entry taken unless its engine is one of a list of engines to skip.
+_NOT_SKIPPED = "(engine IS NULL OR engine <> ALL(%s))"
 
 
 def _of_batch(*joins: str) -> str:

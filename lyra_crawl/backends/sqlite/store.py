@@ -12,7 +12,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -587,7 +587,7 @@ class SqliteStore(SqliteBackend):
             )
             conn.executemany(
                 "INSERT INTO batch_entries (batch_id, position, query_text, arguments, state,"
-                " detail) VALUES (?, ?, ?, ?, ?, ?)",
+                " detail, engine) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         batch_id,
@@ -596,6 +596,7 @@ class SqliteStore(SqliteBackend):
                         json.dumps(dict(entry.arguments), sort_keys=True),
                         "rejected" if entry.rejected else "pending",
                         entry.rejected,
+                        entry.engine,
                     )
                     for entry in entries
                 ],
@@ -622,8 +623,16 @@ class SqliteStore(SqliteBackend):
         return None if row is None else BatchRecord(*row)
 
     async def take_entries(
-        self, batch_id: int, limit: int, *, owner: str, lease_s: float
+        self,
+        batch_id: int,
+        limit: int,
+        *,
+        owner: str,
+        lease_s: float,
+        skip_engines: Collection[str] = (),
     ) -> list[BatchEntry]:
+        skipped = json.dumps(sorted(skip_engines))
+
         def take(conn: sqlite3.Connection) -> list[BatchEntry]:
             now = time.time()
             _expire_dead_leases(conn, batch_id)
@@ -634,8 +643,8 @@ class SqliteStore(SqliteBackend):
                 row[0]
                 for row in conn.execute(
                     "SELECT id FROM batch_entries WHERE batch_id = ? AND state = 'pending'"
-                    " ORDER BY position LIMIT ?",
-                    (batch_id, limit),
+                    f" AND {_NOT_SKIPPED} ORDER BY position LIMIT ?",
+                    (batch_id, skipped, limit),
                 )
             ]
             if len(ids) < limit:
@@ -643,8 +652,9 @@ class SqliteStore(SqliteBackend):
                     row[0]
                     for row in conn.execute(
                         "SELECT id FROM batch_entries WHERE batch_id = ? AND state = 'running'"
-                        " AND (lease_until IS NULL OR lease_until < ?) ORDER BY position LIMIT ?",
-                        (batch_id, now, limit - len(ids)),
+                        " AND (lease_until IS NULL OR lease_until < ?)"
+                        f" AND {_NOT_SKIPPED} ORDER BY position LIMIT ?",
+                        (batch_id, now, skipped, limit - len(ids)),
                     )
                 ]
                 # Their crawl stopped holding them (died, hung): its query is interrupted, so
@@ -669,6 +679,17 @@ class SqliteStore(SqliteBackend):
             ]
 
         return await self._db.write(take)
+
+    async def pending_engines(self, batch_id: int) -> dict[str, int]:
+        return await self._db.read(
+            lambda conn: dict(
+                conn.execute(
+                    "SELECT engine, COUNT(*) FROM batch_entries WHERE batch_id = ?"
+                    " AND state = 'pending' AND engine IS NOT NULL GROUP BY engine",
+                    (batch_id,),
+                ).fetchall()
+            )
+        )
 
     async def finish_entry(
         self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""
@@ -841,6 +862,10 @@ def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
         "UPDATE batch_entries SET lease_until = 0 WHERE batch_id = ? AND lease_owner = ?",
         [(batch_id, owner) for owner in rows.dead_lease_owners(owner for (owner,) in owners)],
     )
+
+
+# An entry taken unless its engine is one of a JSON list of engines to skip.
+_NOT_SKIPPED = "(engine IS NULL OR engine NOT IN (SELECT value FROM json_each(?)))"
 
 
 def _paper_exists(conn: sqlite3.Connection, paper_id: int) -> bool:

@@ -1,0 +1,52 @@
+"""Why an engine refuses requests right now, if it does: its breaker, its daily quota, or its
+allowed hours. Pure.
+
+A batch takes no entry that names an engine refusing now: it crawls the others first. A
+breaker's cool-down ends soon, at a known time (engines.yaml `breaker:`), so once nothing else is
+left the crawl waits for it; a spent daily quota (until midnight UTC) or hours outside the
+engine's windows end the crawl with those entries pending, crawled when the batch runs again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from lyra_crawl.config import EnginePolicy
+from lyra_crawl.politeness.breaker import Health, refusal_reason
+from lyra_crawl.politeness.hours import allowed_at, describe
+
+BREAKER, QUOTA, HOURS = "breaker", "quota", "hours"
+
+
+@dataclass(frozen=True)
+class EngineRefusal:
+    """An engine that refuses requests now, by which rule (`kind`), and why in words."""
+
+    engine: str
+    kind: str
+    reason: str
+
+    @property
+    def ends_soon(self) -> bool:
+        """Whether a crawl with nothing else to do waits for it (a breaker's cool-down)."""
+        return self.kind == BREAKER
+
+
+def engine_refusal(
+    engine: str, policy: EnginePolicy, health: Health, used_today: int, now: datetime
+) -> EngineRefusal | None:
+    """The rule by which `engine` refuses a request asking `now`, or None if it takes it."""
+    breaker = refusal_reason(health, now.timestamp())
+    if breaker is not None:
+        return EngineRefusal(engine, BREAKER, f"its {breaker}")
+    limit = policy.daily_limit
+    if limit is not None and used_today >= limit:
+        return EngineRefusal(
+            engine, QUOTA, f"its daily quota of {limit} requests is spent until midnight UTC"
+        )
+    if not allowed_at(policy.allowed_hours, now):
+        return EngineRefusal(
+            engine, HOURS, f"it takes requests only in {describe(policy.allowed_hours)}"
+        )
+    return None
