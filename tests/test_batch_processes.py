@@ -6,9 +6,12 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,19 +110,44 @@ def test_two_processes_keep_an_engine_s_requests_one_tenth_of_a_second_apart(
     assert "rate/release_waits_unheard" not in run.stderr
 
 
-@pytest.mark.e2e
-def test_ctrl_c_reaches_each_crawl_once_and_the_batch_run_again_finishes(start_simulator, tmp_path):
+@dataclass(frozen=True)
+class BatchMidway:
+    """A `scrapy batch` of 6 four-page entries crawled by 2 processes, both running."""
+
+    command: subprocess.Popen[str]
+    db_path: Path
+    args: list[str]
+    env: dict[str, str]
+    topic: str
+
+    def run_again_to_the_end(self) -> None:
+        """The batch run again continues and finishes, each entry once with its pages."""
+        again = run_scrapy(*self.args, env=self.env)
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert "continuing batch 1" in again.stdout and "6 of 6 entries succeeded" in again.stdout
+        assert " ERROR: " not in again.stderr, again.stderr[-3000:]
+        assert_each_entry_done_once_with_its_four_pages(self.db_path, self.topic, 6)
+
+
+def batch_midway(start_simulator: Any, tmp_path: Path, topic: str) -> BatchMidway:
     db_path = tmp_path / "lyra.sqlite3"
     # Page 3 slow: no entry can finish while both crawls start, however loaded the machine.
     simulator = start_simulator("--latency-ms", "200", "--slow-at", "mojeek:3:4000")
-    batch_file = four_page_batch(tmp_path, "skerry", 6)
+    args = ["batch", str(four_page_batch(tmp_path, topic, 6)), "--processes", "2"]
+    args += ["--concurrency", "2"]
     env = scrapy_env(simulator, db_path)
-    options = ("--processes", "2", "--concurrency", "2")
-    first = start_scrapy("batch", str(batch_file), *options, env=env)
-    wait_for_pages(first, db_path, 4)
+    command = start_scrapy(*args, env=env)
+    wait_for_pages(command, db_path, 4)
     while len(crawl_pids(db_path)) < 2:
-        assert first.poll() is None, first.stderr.read()[-3000:]
+        assert command.poll() is None, command.stderr.read()[-3000:]
         time.sleep(0.05)
+    return BatchMidway(command, db_path, args, env, topic)
+
+
+@pytest.mark.e2e
+def test_ctrl_c_reaches_each_crawl_once_and_the_batch_run_again_finishes(start_simulator, tmp_path):
+    batch = batch_midway(start_simulator, tmp_path, "skerry")
+    first = batch.command
 
     first.send_signal(signal.SIGINT)
     _, stderr = first.communicate(timeout=60)
@@ -128,15 +156,45 @@ def test_ctrl_c_reaches_each_crawl_once_and_the_batch_run_again_finishes(start_s
     received = [line for line in stderr.splitlines() if "Received SIGINT" in line]
     assert sorted(line[: len("[crawl 1]")] for line in received) == ["[crawl 1]", "[crawl 2]"]
     assert "forcing unclean shutdown" not in stderr and " ERROR: " not in stderr, stderr[-3000:]
-    states = [e["state"] for e in query_db(db_path, "SELECT state FROM batch_entries")]
+    states = [e["state"] for e in query_db(batch.db_path, "SELECT state FROM batch_entries")]
     assert "running" not in states and "done" not in states, states
+    batch.run_again_to_the_end()
 
-    again = run_scrapy("batch", str(batch_file), *options, env=env)
 
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert "continuing batch 1" in again.stdout and "6 of 6 entries succeeded" in again.stdout
-    assert " ERROR: " not in again.stderr, again.stderr[-3000:]
-    assert_each_entry_done_once_with_its_four_pages(db_path, "skerry", 6)
+def children(pid: int) -> set[int]:
+    """The processes `pid` started that still run (Linux's /proc)."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.update(int(child) for child in (task / "children").read_text().split())
+    return found
+
+
+def gone(pid: int) -> bool:
+    """Whether `pid` has ended (a zombie its dead parent left is reaped by init)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.e2e
+def test_crawls_stop_gracefully_when_their_batch_command_is_killed(start_simulator, tmp_path):
+    batch = batch_midway(start_simulator, tmp_path, "sandbar")
+    crawls = children(batch.command.pid)
+    assert crawls == crawl_pids(batch.db_path)
+
+    batch.command.kill()  # SIGKILL: the command hands nothing on
+    batch.command.wait()
+    deadline = time.monotonic() + 60
+    while not all(gone(pid) for pid in crawls):
+        assert time.monotonic() < deadline, "a crawl went on without its batch command"
+        time.sleep(0.1)
+
+    # Each stopped as on SIGTERM: its running entries back to pending, nothing left running.
+    states = [e["state"] for e in query_db(batch.db_path, "SELECT state FROM batch_entries")]
+    assert "running" not in states and "pending" in states, states
+    batch.run_again_to_the_end()
 
 
 @pytest.mark.e2e

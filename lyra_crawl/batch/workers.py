@@ -9,12 +9,17 @@ breaker stay exact across them (the Coordinator).
 The crawls run in their own process group, so a Ctrl-C on the terminal reaches this process
 alone, which hands each signal (SIGINT, SIGTERM) to every crawl once: the first stops them
 gracefully (their running entries go back to pending), a second one forcefully, as for one
-crawl. Their stderr (their logs) comes here line by line, each line prefixed with the crawl's
-number, and is written to this process's stderr, so a live progress table stays whole.
+crawl. Should this process die without handing anything on (`kill -9`, the out-of-memory
+killer), the kernel sends each crawl SIGTERM (`stop_with_batch_command`, Linux's
+PR_SET_PDEATHSIG): no crawl goes on unseen. Their stderr (their logs) comes here line by line,
+each line prefixed with the crawl's number, and is written to this process's stderr, so a live
+progress table stays whole.
 """
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
 import selectors
 import signal
@@ -24,7 +29,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 
+logger = logging.getLogger(__name__)
+
 SPIDER = "serp"
+# Set in each crawl's environment: the pid of the batch command that started it.
+BATCH_COMMAND_PID = "LYRA_BATCH_COMMAND_PID"
+# prctl(2): the signal the kernel sends this process when its parent dies.
+_PR_SET_PDEATHSIG = 1
 # How often the crawls' output and exits are looked at while nothing arrives, in seconds.
 LOOK_S = 0.25
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -63,8 +74,10 @@ def run_crawls(
     """Start `count` processes running `command` from the current folder, relay their stderr
     and signals until every one has ended; `on_poll()` is called between two looks. Should
     this process fail meanwhile (on_poll raised), the crawls are stopped (SIGTERM) first."""
+    environment = {**os.environ, BATCH_COMMAND_PID: str(os.getpid())}
     crawls = [
-        subprocess.Popen(command, stderr=subprocess.PIPE, process_group=0) for _ in range(count)
+        subprocess.Popen(command, stderr=subprocess.PIPE, process_group=0, env=environment)
+        for _ in range(count)
     ]
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -84,6 +97,23 @@ def run_crawls(
         for signum, handler in earlier.items():
             signal.signal(signum, handler)
     return [CrawlExit(number, crawl.pid, crawl.wait()) for number, crawl in enumerate(crawls, 1)]
+
+
+def stop_with_batch_command() -> None:
+    """In a crawl the batch command started (BATCH_COMMAND_PID set): have the kernel send it
+    SIGTERM, a graceful stop, when the command dies however it dies; at once if it already has."""
+    command_pid = os.environ.get(BATCH_COMMAND_PID)
+    if command_pid is None:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        asked = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+    except (AttributeError, OSError):  # not Linux
+        asked = False
+    if not asked:
+        logger.warning("this crawl cannot ask to stop with its batch command: kill it with it")
+    if os.getppid() != int(command_pid):
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _relay(crawls: list[subprocess.Popen[bytes]], on_poll: Callable[[], None] | None) -> None:

@@ -24,6 +24,7 @@ from scrapy.spiders import Spider
 from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
 from lyra_crawl.backends.protocols import ResultStore
 from lyra_crawl.backends.records import BackendError
+from lyra_crawl.batch.workers import stop_with_batch_command
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.query.arguments import (
     ArgumentError,
@@ -47,6 +48,7 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         spider = args[0] if args else None
+        stop_with_batch_command()
         if spider in (SerpSpider.name, PapersSpider.name):
             try:
                 config = load_config(self.settings.get("LYRA_CONFIG_DIR"))
