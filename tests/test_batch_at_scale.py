@@ -273,6 +273,31 @@ def test_entries_naming_an_engine_whose_quota_is_spent_stay_pending_until_run_ag
 
 
 @pytest.mark.e2e
+def test_with_quotas_off_entries_naming_an_engine_whose_quota_is_spent_run(simulator, tmp_path):
+    db_path = tmp_path / "lyra.sqlite3"
+    config = edited_config(
+        tmp_path / "config", lambda policy: policy["engines"]["mojeek"].update(daily_limit=1)
+    )
+
+    async def spend(backends) -> None:
+        assert await backends.coordinator.reserve_quota("mojeek", utc_date(), 1)
+
+    with_store(db_path, spend)
+    env = {
+        **scrapy_env(simulator, db_path),
+        "LYRA_CONFIG_DIR": str(config),
+        "LYRA_QUOTA_ENABLED": "false",
+    }
+
+    result = run_scrapy("batch", str(named_engine_batch(tmp_path)), env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "4 of 4 entries succeeded" in result.stdout
+    assert "stay pending" not in result.stderr
+    assert len(simulator.requests("mojeek")) == 4
+
+
+@pytest.mark.e2e
 def test_a_task_with_harvest_one_sends_at_most_its_share_last_mile(simulator, tmp_path):
     db_path = tmp_path / "lyra.sqlite3"
 

@@ -35,6 +35,7 @@ from lyra_crawl.backends.records import BackendError, QueryStatus
 from lyra_crawl.config import EngineSpec, LyraConfig, load_config
 from lyra_crawl.engines.base import PageRequest
 from lyra_crawl.engines.request import build_page_request, secrets_from_settings
+from lyra_crawl.politeness.refusals import BREAKER, HOURS, QUOTA
 from lyra_crawl.session.citations import CitationFetcher
 from lyra_crawl.session.closing import close_query
 from lyra_crawl.session.query import CompletedPage, QuerySession
@@ -55,6 +56,12 @@ class CrawlSession:
         self.simulator_url: str | None = settings.get("LYRA_SIMULATOR_URL") or None
         self.secrets = secrets_from_settings(settings)
         self.download_timeout = settings.getfloat("DOWNLOAD_TIMEOUT")
+        # The rules by which this crawl's middlewares refuse requests (politeness.refusals): a
+        # batch waits only for those.
+        self.enforced_refusals = frozenset(
+            [BREAKER] * settings.getbool("LYRA_BREAKER_ENABLED")
+            + [QUOTA, HOURS] * settings.getbool("LYRA_QUOTA_ENABLED")
+        )
         # Who holds a breaker's half-open trial or a batch entry's lease.
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self._backend_urls = urls_from_settings(settings)

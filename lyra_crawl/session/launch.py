@@ -68,7 +68,11 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
     usable = usable_engines(crawl.config)
     while True:
         await crawl.wait_for_room(plan.concurrency)
-        refused = await engine_refusals(crawl, usable)
+        refused = {
+            engine: refusal
+            for engine, refusal in (await engine_refusals(crawl, usable)).items()
+            if refusal.kind in crawl.enforced_refusals
+        }
         entries = await crawl.store.take_entries(
             plan.batch_id,
             plan.concurrency - len(crawl.queries),
