@@ -294,6 +294,7 @@ def test_with_quotas_off_entries_naming_an_engine_whose_quota_is_spent_run(simul
     assert result.returncode == 0, result.stderr[-3000:]
     assert "4 of 4 entries succeeded" in result.stdout
     assert "stay pending" not in result.stderr
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
     assert len(simulator.requests("mojeek")) == 4
 
 

@@ -58,10 +58,12 @@ class CrawlSession:
         self.download_timeout = settings.getfloat("DOWNLOAD_TIMEOUT")
         # The rules by which this crawl's middlewares refuse requests (politeness.refusals): a
         # batch waits only for those.
-        self.enforced_refusals = frozenset(
-            [BREAKER] * settings.getbool("LYRA_BREAKER_ENABLED")
-            + [QUOTA, HOURS] * settings.getbool("LYRA_QUOTA_ENABLED")
-        )
+        enforced: set[str] = set()
+        if settings.getbool("LYRA_BREAKER_ENABLED"):
+            enforced.add(BREAKER)
+        if settings.getbool("LYRA_QUOTA_ENABLED"):  # the quota middleware keeps the hours too
+            enforced.update((QUOTA, HOURS))
+        self.enforced_refusals = frozenset(enforced)
         # Who holds a breaker's half-open trial or a batch entry's lease.
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         self._backend_urls = urls_from_settings(settings)
