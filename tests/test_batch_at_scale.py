@@ -177,6 +177,23 @@ def test_an_engine_outside_its_hours_is_refused_and_its_entries_go_elsewhere(sim
     assert simulator.requests("mojeek") == []
 
 
+def two_mojeek_queries(folder: Path) -> Path:
+    """Two two-page queries on mojeek, 'marsh 1' and 'marsh 3'."""
+    batch_file = folder / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {engine: mojeek, serp_max_pages: 2, strategy: fixed, sources: [serp]}\n"
+        "queries: [marsh 1, marsh 3]\n"
+    )
+    return batch_file
+
+
+def assert_both_finished_whole(db_path: Path) -> None:
+    assert [(q["status"], q["pages_fetched"]) for q in mojeek_queries(db_path)] == [
+        ("finished", 2),
+        ("finished", 2),
+    ]
+
+
 def named_engine_batch(folder: Path) -> Path:
     """Four two-page queries, the first and third naming mojeek."""
     batch_file = folder / "batch.yaml"
@@ -270,6 +287,95 @@ def test_entries_naming_an_engine_whose_quota_is_spent_stay_pending_until_run_ag
     assert "4 of 4 entries succeeded" in again.stdout
     assert [q["pages_fetched"] for q in mojeek_queries(db_path)] == [2, 2]
     assert len(simulator.requests("mojeek")) == 4
+
+
+@pytest.mark.e2e
+def test_an_entry_whose_engine_refuses_its_next_page_goes_back_to_pending_and_resumes(
+    simulator, tmp_path
+):
+    """Two queries of two pages on mojeek, whose daily limit of 3 is spent by them: the one
+    refused its next page is not finished short but left pending, and the batch run again with
+    room resumes it after its stored page."""
+    db_path = tmp_path / "lyra.sqlite3"
+    batch_file = two_mojeek_queries(tmp_path)
+    env = scrapy_env(simulator, db_path)
+
+    def limit(daily_limit: int) -> dict[str, str]:
+        def edit(policy) -> None:
+            policy["engines"]["mojeek"]["daily_limit"] = daily_limit
+
+        return {**env, "LYRA_CONFIG_DIR": str(edited_config(tmp_path / f"c{daily_limit}", edit))}
+
+    first = run_scrapy("batch", str(batch_file), env=limit(3))
+
+    assert first.returncode == 1, first.stderr[-3000:]
+    assert "1 of 2 entries succeeded" in first.stdout
+    assert (
+        "1 entry of batch 1 stays pending: mojeek refuses requests now (its daily quota of 3 "
+        "requests is spent until midnight UTC); run the batch again then"
+    ) in first.stderr
+    assert " ERROR: " not in first.stderr, first.stderr[-3000:]
+    queries = mojeek_queries(db_path)
+    assert sorted((q["status"], q["pages_fetched"]) for q in queries) == [
+        ("finished", 2),
+        ("interrupted", 1),
+    ]
+    assert len(simulator.requests("mojeek")) == 3
+
+    again = run_scrapy("batch", str(batch_file), env=limit(10))
+
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "continuing batch 1" in again.stdout
+    assert "2 of 2 entries succeeded" in again.stdout
+    assert " ERROR: " not in again.stderr, again.stderr[-3000:]
+    assert_both_finished_whole(db_path)
+    # The refused page alone was asked for again; each page was stored once.
+    requests = simulator.requests("mojeek")
+    assert len(requests) == 4
+    assert len({json.dumps(r["params"], sort_keys=True) for r in requests}) == 4
+    assert (
+        query_db(
+            db_path,
+            "SELECT query_id, page_number, COUNT(*) FROM serp_pages GROUP BY query_id, page_number"
+            " HAVING COUNT(*) > 1",
+        )
+        == []
+    )
+
+
+@pytest.mark.e2e
+def test_an_entry_refused_by_a_breaker_another_query_opened_waits_for_its_cool_down(
+    start_simulator, tmp_path
+):
+    """Two queries of two pages on mojeek, whose page 2 is a block page: the query that meets it
+    opens the breaker (2 s), and the other, refused its page 2, waits for the cool-down pending,
+    then asks for its page 2 as the half-open trial instead of ending with its page 1."""
+    simulator = start_simulator("--captcha-at", "mojeek:2")
+    db_path = tmp_path / "lyra.sqlite3"
+    batch_file = two_mojeek_queries(tmp_path)
+
+    def short_cool_down(policy: dict[str, Any]) -> None:
+        policy["breaker"]["cooldown_s"] = dict.fromkeys(policy["breaker"]["cooldown_s"], 2)
+        policy["engines"]["mojeek"]["qps"] = 10  # one request at a time: one meets the block
+
+    env = {
+        **scrapy_env(simulator, db_path),
+        "LYRA_CONFIG_DIR": str(edited_config(tmp_path / "config", short_cool_down)),
+        "LYRA_RATE_LIMIT_ENABLED": "true",
+    }
+
+    result = run_scrapy("batch", str(batch_file), env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "2 of 2 entries succeeded" in result.stdout
+    assert "1 entry of batch 1 waits for mojeek: its breaker is open until " in result.stderr
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
+    assert_both_finished_whole(db_path)
+    requests = simulator.requests("mojeek")
+    second_pages = [r for r in requests if r["params"].get("s")]
+    assert len(requests) == 4 and len(second_pages) == 2
+    assert {r["params"]["q"] for r in second_pages} == {"marsh 1", "marsh 3"}
+    assert second_pages[1]["time"] - second_pages[0]["time"] >= 2.0
 
 
 @pytest.mark.e2e

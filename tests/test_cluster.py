@@ -167,6 +167,16 @@ async def entries_and_pages(backends: Backends) -> tuple[list[Any], dict[int, li
     return entries, pages
 
 
+async def query_statuses(backends: Backends) -> dict[int, str]:
+    """The first batch's entries' queries' statuses, by entry position."""
+    store = backends.store
+    return {
+        entry.position: query.status
+        for entry in await store.batch_entries(1)
+        if entry.query_id is not None and (query := await store.query(entry.query_id))
+    }
+
+
 def job_logs(nodes: list[ScrapydServer]) -> str:
     logs = []
     for node in nodes:
@@ -215,10 +225,12 @@ def test_a_daily_limit_holds_across_nodes_and_entries_spread_over_them(
     assert len(simulator.requests("mojeek")) == 5, "exactly the daily limit, over three nodes"
     entries, pages = read_store(settings, entries_and_pages)
     assert len(entries) == 12
-    # Those left when the quota was spent stay pending, never opened, for the next day.
+    # Those left when the quota was spent stay pending for the next day: never opened, or
+    # refused their next page, their query interrupted after its stored pages.
     left = [e for e in entries if e.state == "pending"]
-    assert left and all(e.query_id is None for e in left)
-    assert all(e.state == "done" for e in entries if e.state != "pending")
+    assert left and all(e.state == "done" for e in entries if e.state != "pending")
+    statuses = read_store(settings, query_statuses)
+    assert all(statuses[e.position] == "interrupted" for e in left if e.query_id is not None)
     assert re.search(
         r"of batch 1 stays? pending: mojeek refuses requests now \(its daily quota of 5 requests",
         job_logs(nodes),

@@ -229,6 +229,10 @@ def stop_after_failure(
             kept_pages(first, page_number - 1),
         )
         query.stop(engine, failure.value.stop_reason, message)
+        # A breaker open on network failures refuses with `error`: the engine is unreachable,
+        # and the query failed; any other refusal is politeness, to wait for in a batch.
+        if failure.value.stop_reason != StopReason.ERROR:
+            query.refused_engines.add(engine)
     else:
         logger.error(
             "%s page %d could not be fetched (%s); %s",

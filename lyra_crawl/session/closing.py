@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import QueryStatus
 from lyra_crawl.paging.stop_rules import CUT_SHORT, StopReason
+from lyra_crawl.session.opening import enforced_engine_refusals
 from lyra_crawl.session.query import QuerySession
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
     for reason in session.stop_reasons.values():
         crawl.stats.inc_value(f"lyra/stop_reason/{reason}")
     await save_query_papers(crawl, session)
+    if status is QueryStatus.FINISHED and await _held_back(crawl, session):
+        status = QueryStatus.INTERRUPTED
     failure = _failure(crawl, session) if status is QueryStatus.FINISHED else None
     # An interrupted or cancelled entry is taken again (by the batch's next run, or another
     # node's crawl), which resumes it.
@@ -91,6 +94,31 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
         row.items,
         session.stop_reasons,
     )
+
+
+async def _held_back(crawl: CrawlSession, session: QuerySession) -> bool:
+    """Whether a batch entry's query goes back to pending instead of finishing: its engine
+    refused its next page (breaker open on a block, quota, hours: opened or spent by other
+    queries after this one started) and still refuses. The batch holds the entry back until
+    the engine takes requests again, then resumes it after its last stored page
+    (lyra_crawl.session.launch). Only the engine the entry is held back by counts: a scholarly
+    API's refusal ends its source. A breaker open on network failures refuses with `error`
+    (not counted here): the engine is unreachable and the query fails, as it would alone."""
+    engine = session.sources[0]
+    if session.batch_entry_id is None or engine not in session.refused_engines:
+        return False
+    refusal = (await enforced_engine_refusals(crawl, [engine])).get(engine)
+    if refusal is None:
+        return False
+    logger.info(
+        "query %d goes back to its batch, pending: %s refuses requests now (%s); the batch"
+        " resumes it after its last stored page once %s takes requests again",
+        session.query_id,
+        engine,
+        refusal.reason,
+        engine,
+    )
+    return True
 
 
 def _every_source_failed(stop_reasons: Mapping[str, str], errors: Mapping[str, str]) -> str | None:

@@ -20,7 +20,7 @@ import os
 import socket
 from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Self
 
 from scrapy import Request, signals
@@ -144,6 +144,12 @@ class CrawlSession:
         """Until fewer than `concurrency` queries are running."""
         async with self._room:
             await self._room.wait_for(lambda: len(self.queries) < concurrency)
+
+    async def wait_for_a_close(self, timeout_s: float) -> None:
+        """Until one of the queries closes, or `timeout_s` seconds."""
+        async with self._room:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._room.wait(), timeout_s)
 
     def page_request(
         self,

@@ -11,7 +11,9 @@ not taken (lyra_crawl.politeness.refusals): the crawl runs the others meanwhile,
 once the engine is back. When only such entries are left, the crawl waits for an engine whose
 breaker cools down (looking again every ENTRY_POLL_S) and ends when the rest wait for a daily
 quota or allowed hours, those entries still pending, with a WARNING saying when to run the batch
-again: started, each would end at once with no page, its source stopped by the refusal.
+again: started, each would end at once with no page, its source stopped by the refusal. A
+running query whose engine starts refusing goes back to pending the same way
+(lyra_crawl.session.closing), so the launch ends only once none of its own queries is open.
 
 Several crawls may run one batch (one Scrapyd job per node, sharing the store): each takes
 entries as it has room, so entries spread by who is free. A crawl with nothing left to take
@@ -21,7 +23,6 @@ dies, its entries are taken again once their lease ends (at once when it ran on 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
@@ -36,7 +37,12 @@ from lyra_crawl.query.arguments import (
     parse_crawl_arguments,
     usable_engines,
 )
-from lyra_crawl.session.opening import OpenedQuery, QueryNotOpened, engine_refusals, open_query
+from lyra_crawl.session.opening import (
+    OpenedQuery,
+    QueryNotOpened,
+    enforced_engine_refusals,
+    open_query,
+)
 
 if TYPE_CHECKING:
     from lyra_crawl.session.crawl import CrawlSession
@@ -68,11 +74,7 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
     usable = usable_engines(crawl.config)
     while True:
         await crawl.wait_for_room(plan.concurrency)
-        refused = {
-            engine: refusal
-            for engine, refusal in (await engine_refusals(crawl, usable)).items()
-            if refusal.kind in crawl.enforced_refusals
-        }
+        refused = await enforced_engine_refusals(crawl, usable)
         entries = await crawl.store.take_entries(
             plan.batch_id,
             plan.concurrency - len(crawl.queries),
@@ -81,11 +83,14 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
             skip_engines=refused.keys(),
         )
         if not entries:
-            if not await _running_elsewhere(
-                crawl, plan.batch_id
-            ) and not await _waiting_for_engines(crawl, plan.batch_id, refused):
+            # This crawl's own queries may yet go back to pending (their engine refused them).
+            if not (
+                crawl.queries
+                or await _running_elsewhere(crawl, plan.batch_id)
+                or await _waiting_for_engines(crawl, plan.batch_id, refused)
+            ):
                 return
-            await asyncio.sleep(ENTRY_POLL_S)
+            await crawl.wait_for_a_close(ENTRY_POLL_S)
             continue
         for entry in entries:
             opened = await _open_entry(crawl, entry, plan.job_id)

@@ -224,6 +224,18 @@ async def engine_refusals(crawl: CrawlSession, engines: list[str]) -> dict[str, 
     return {refusal.engine: refusal for refusal in refusals if refusal is not None}
 
 
+async def enforced_engine_refusals(
+    crawl: CrawlSession, engines: list[str]
+) -> dict[str, EngineRefusal]:
+    """Those of `engines` that refuse requests right now by a rule this crawl's middlewares
+    enforce (`CrawlSession.enforced_refusals`): a batch holds their entries back."""
+    return {
+        engine: refusal
+        for engine, refusal in (await engine_refusals(crawl, engines)).items()
+        if refusal.kind in crawl.enforced_refusals
+    }
+
+
 # -- resume (-a resume=true) -----------------------------------------------------------------
 # The interrupted or cancelled queries row is reopened, not copied: each source's pages stay
 # where they are and it goes on after its last stored page, so every page is stored once under

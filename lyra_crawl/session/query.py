@@ -54,6 +54,8 @@ class QuerySession:
     pages_done: dict[str, int] = field(default_factory=dict)
     stop_reasons: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    # The engines whose refusal (breaker open on a block, quota, hours) stopped a source.
+    refused_engines: set[str] = field(default_factory=set)
     # Whether its papers are merged and linked (lyra_crawl.session.closing.save_query_papers).
     papers_saved: bool = False
     # Its citation graph, once its pages are stored (lyra_crawl.session.citations).
