@@ -12,7 +12,7 @@ from statistics import fmean, pstdev
 
 import pytest
 
-from tests.conftest import query_db, run_scrapy
+from tests.conftest import edited_config, query_db, run_scrapy
 
 BATCH = (
     "defaults: {serp_max_pages: 3, strategy: fixed}\n"
@@ -27,13 +27,20 @@ BATCH = (
 
 @pytest.fixture(scope="module")
 def batch_db(tmp_path_factory) -> Path:
-    """One batch crawled: duckduckgo with OpenAlex, mojeek answering its page 2 with a CAPTCHA,
-    repeated and drifting results so the rates vary by page."""
+    """One batch crawled: duckduckgo with OpenAlex, mojeek answering its page 2 with a CAPTCHA
+    (the breaker's cool-down cut to 2 s, which the other mojeek entry waits for), repeated and
+    drifting results so the rates vary by page."""
     from lyra_crawl.simulator.process import running_simulator
 
     folder = tmp_path_factory.mktemp("batch-report")
     db_path = folder / "lyra.sqlite3"
     (folder / "batch.yaml").write_text(BATCH)
+    config = edited_config(
+        folder / "config",
+        lambda policy: policy["breaker"].update(
+            cooldown_s=dict.fromkeys(policy["breaker"]["cooldown_s"], 2)
+        ),
+    )
     options = ["--captcha-at", "mojeek:2", "--overlap", "0.3", "--drift", "0.3"]
     with running_simulator(options) as url:
         result = run_scrapy(
@@ -44,6 +51,7 @@ def batch_db(tmp_path_factory) -> Path:
                 "LYRA_DB_PATH": str(db_path),
                 "LYRA_RATE_LIMIT_ENABLED": "false",
                 "LYRA_PROGRESS_INTERVAL": "0",
+                "LYRA_CONFIG_DIR": str(config),
             },
         )
     assert result.returncode == 1, result.stderr[-3000:]  # the rejected entry
