@@ -10,7 +10,7 @@ The crawls run in their own process group, so a Ctrl-C on the terminal reaches t
 alone, which hands each signal (SIGINT, SIGTERM) to every crawl once: the first stops them
 gracefully (their running entries go back to pending), a second one forcefully, as for one
 crawl. Should this process die without handing anything on (`kill -9`, the out-of-memory
-killer), the kernel sends each crawl SIGTERM (`stop_with_batch_command`, Linux's
+killer), each crawl stops as on one SIGTERM (`stop_with_batch_command`, Linux's
 PR_SET_PDEATHSIG): no crawl goes on unseen. Their stderr (their logs) comes here line by line,
 each line prefixed with the crawl's number, and is written to this process's stderr, so a live
 progress table stays whole.
@@ -36,6 +36,8 @@ SPIDER = "serp"
 BATCH_COMMAND_PID = "LYRA_BATCH_COMMAND_PID"
 # prctl(2): the signal the kernel sends this process when its parent dies.
 _PR_SET_PDEATHSIG = 1
+# The signal the kernel sends a crawl when its batch command dies (stop_with_batch_command).
+_PARENT_DIED = signal.SIGHUP
 # How often the crawls' output and exits are looked at while nothing arrives, in seconds.
 LOOK_S = 0.25
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -100,20 +102,31 @@ def run_crawls(
 
 
 def stop_with_batch_command() -> None:
-    """In a crawl the batch command started (BATCH_COMMAND_PID set): have the kernel send it
-    SIGTERM, a graceful stop, when the command dies however it dies; at once if it already has."""
+    """In a crawl the batch command started (BATCH_COMMAND_PID set): stop it gracefully, one
+    SIGTERM, when the command dies however it dies; at once if it already has.
+
+    The kernel sends the death signal each time the crawl's parent thread dies, and a dying
+    command's threads die one after another, the crawl passed on from each to the next: two
+    SIGTERMs would force an unclean shutdown. The death signal is SIGHUP, turned into one
+    SIGTERM."""
     command_pid = os.environ.get(BATCH_COMMAND_PID)
     if command_pid is None:
         return
+    signal.signal(_PARENT_DIED, _terminate_once)
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        asked = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) == 0
+        asked = libc.prctl(_PR_SET_PDEATHSIG, _PARENT_DIED, 0, 0, 0) == 0
     except (AttributeError, OSError):  # not Linux
         asked = False
     if not asked:
         logger.warning("this crawl cannot ask to stop with its batch command: kill it with it")
     if os.getppid() != int(command_pid):
-        os.kill(os.getpid(), signal.SIGTERM)
+        _terminate_once(_PARENT_DIED, None)
+
+
+def _terminate_once(signum: int, frame: FrameType | None) -> None:
+    signal.signal(_PARENT_DIED, signal.SIG_IGN)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _relay(crawls: list[subprocess.Popen[bytes]], on_poll: Callable[[], None] | None) -> None:
