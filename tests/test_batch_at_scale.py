@@ -379,6 +379,53 @@ def test_an_entry_refused_by_a_breaker_another_query_opened_waits_for_its_cool_d
 
 
 @pytest.mark.e2e
+def test_an_entry_without_engine_refused_its_first_page_runs_again_on_another_engine(
+    start_simulator, tmp_path
+):
+    """mojeek and duckduckgo the only engines to choose from; 'fen 3' goes to mojeek behind
+    'fen 2' (duckduckgo is busy with 'fen 1'), whose first page is a block page: the breaker
+    refuses 'fen 3' its first page, and its entry, which named no engine, is opened again as a
+    new query on duckduckgo instead of ending with no page."""
+    simulator = start_simulator("--captcha-at", "mojeek:1")
+    db_path = tmp_path / "lyra.sqlite3"
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {serp_max_pages: 1, strategy: fixed, sources: [serp]}\n"
+        "queries: [{query: fen 1, engine: duckduckgo, serp_max_pages: 4}, fen 2, fen 3]\n"
+    )
+
+    def two_engines(policy: dict[str, Any]) -> None:
+        for name, engine in policy["engines"].items():
+            engine["weight"] = 1.0 if name in ("mojeek", "duckduckgo") else 0.0
+        policy["engines"]["mojeek"]["qps"] = 10
+        policy["engines"]["duckduckgo"]["qps"] = 1
+
+    env = {
+        **scrapy_env(simulator, db_path),
+        "LYRA_CONFIG_DIR": str(edited_config(tmp_path / "config", two_engines)),
+    }
+
+    result = run_scrapy("batch", str(batch_file), "--concurrency", "3", env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "3 of 3 entries succeeded" in result.stdout
+    assert "query 3 got no page: mojeek refuses requests now (its breaker is open" in result.stderr
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
+    assert len(simulator.requests("mojeek")) == 1
+    queries = query_db(
+        db_path,
+        "SELECT q.query_text, q.engine, q.pages_fetched, q.stop_reason, e.query_id = q.id AS linked"
+        " FROM queries AS q JOIN batch_entries AS e ON e.id = q.batch_entry_id ORDER BY q.id",
+    )
+    assert [tuple(row) for row in queries] == [
+        ("fen 1", "duckduckgo", 4, '{"duckduckgo": "max_pages"}', 1),
+        ("fen 2", "mojeek", 1, '{"mojeek": "blocked"}', 1),
+        ("fen 3", "mojeek", 0, '{"mojeek": "blocked"}', 0),
+        ("fen 3", "duckduckgo", 1, '{"duckduckgo": "max_pages"}', 1),
+    ]
+
+
+@pytest.mark.e2e
 def test_with_quotas_off_entries_naming_an_engine_whose_quota_is_spent_run(simulator, tmp_path):
     db_path = tmp_path / "lyra.sqlite3"
     config = edited_config(

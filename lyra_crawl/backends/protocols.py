@@ -85,11 +85,13 @@ class ResultStore(Backend, Protocol):
         relevance_threshold: float | None,
         entry_state: str | None = None,
         entry_detail: str = "",
+        entry_detached: bool = False,
     ) -> StoredQuery:
         """Close the row; pages, items and harvest rate are counted from what was stored.
 
         `entry_state`: the state the query's batch entry takes, in the same transaction, with
-        `entry_detail` saying why.
+        `entry_detail` saying why. `entry_detached`: the entry also lets go of the query and of
+        the engine chosen for it, to be opened again as a new query on an engine chosen anew.
         """
         ...
 

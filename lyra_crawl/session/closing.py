@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from enum import Enum
 from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import QueryStatus
@@ -56,13 +57,16 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
     for reason in session.stop_reasons.values():
         crawl.stats.inc_value(f"lyra/stop_reason/{reason}")
     await save_query_papers(crawl, session)
-    if status is QueryStatus.FINISHED and await _held_back(crawl, session):
+    held = await _held_back(crawl, session) if status is QueryStatus.FINISHED else None
+    if held is HeldBack.RESUMED:
         status = QueryStatus.INTERRUPTED
     failure = _failure(crawl, session) if status is QueryStatus.FINISHED else None
     # An interrupted or cancelled entry is taken again (by the batch's next run, or another
-    # node's crawl), which resumes it.
+    # node's crawl), which resumes it; one held back ANEW is opened again as a new query.
     if failure is not None:
         entry_state = "failed"
+    elif held is HeldBack.ANEW:
+        entry_state = "pending"
     else:
         entry_state = "done" if status is QueryStatus.FINISHED else "pending"
     row = await store.finish_query(
@@ -73,6 +77,7 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
         relevance_threshold=crawl.config.pagination.relevance_threshold,
         entry_state=entry_state,
         entry_detail=failure or "",
+        entry_detached=held is HeldBack.ANEW,
     )
     arguments = session.arguments
     complete = status is QueryStatus.FINISHED and not any(
@@ -96,20 +101,44 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
     )
 
 
-async def _held_back(crawl: CrawlSession, session: QuerySession) -> bool:
-    """Whether a batch entry's query goes back to pending instead of finishing: its engine
-    refused its next page (breaker open on a block, quota, hours: opened or spent by other
-    queries after this one started) and still refuses. The batch holds the entry back until
-    the engine takes requests again, then resumes it after its last stored page
-    (lyra_crawl.session.launch). Only the engine the entry is held back by counts: a scholarly
-    API's refusal ends its source. A breaker open on network failures refuses with `error`
-    (not counted here): the engine is unreachable and the query fails, as it would alone."""
+class HeldBack(Enum):
+    """How a batch entry whose engine refused its query goes back to pending."""
+
+    # Its query is left interrupted, to go on after its last stored page.
+    RESUMED = "resumed"
+    # Nothing was answered and the frontier had chosen its SERP engine: the query ends as it
+    # is, and the entry is opened again as a new query, on an engine the frontier chooses anew.
+    ANEW = "anew"
+
+
+async def _held_back(crawl: CrawlSession, session: QuerySession) -> HeldBack | None:
+    """Whether a batch entry's query goes back to pending instead of finishing, and how: its
+    engine refused its next page (breaker open on a block, quota, hours: opened or spent by
+    other queries after this one started) and still refuses. The batch holds the entry back
+    until the engine takes requests again (lyra_crawl.session.launch). Only the engine the entry
+    is held back by counts: a scholarly API's refusal ends its source. A breaker open on network
+    failures refuses with `error` (not counted here): the engine is unreachable and the query
+    fails, as it would alone."""
     engine = session.sources[0]
     if session.batch_entry_id is None or engine not in session.refused_engines:
-        return False
+        return None
     refusal = (await enforced_engine_refusals(crawl, [engine])).get(engine)
     if refusal is None:
-        return False
+        return None
+    answered = any(session.pages_done.values()) or any(
+        start > session.first_page for start in session.start_pages.values()
+    )
+    # The frontier chose the SERP engine (an entry on scholarly APIs alone has no choice).
+    chosen = session.engine == engine and session.arguments.engine is None
+    if chosen and not answered:
+        logger.info(
+            "query %d got no page: %s refuses requests now (%s); its batch entry goes back to"
+            " pending, for another engine",
+            session.query_id,
+            engine,
+            refusal.reason,
+        )
+        return HeldBack.ANEW
     logger.info(
         "query %d goes back to its batch, pending: %s refuses requests now (%s); the batch"
         " resumes it after its last stored page once %s takes requests again",
@@ -118,7 +147,7 @@ async def _held_back(crawl: CrawlSession, session: QuerySession) -> bool:
         refusal.reason,
         engine,
     )
-    return True
+    return HeldBack.RESUMED
 
 
 def _every_source_failed(stop_reasons: Mapping[str, str], errors: Mapping[str, str]) -> str | None:

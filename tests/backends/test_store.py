@@ -294,6 +294,33 @@ def test_a_finished_query_gives_its_batch_entry_a_state_and_why_in_one_step(stor
     assert entry.detail == "every source failed (mojeek: Connection refused)"
 
 
+def test_an_entry_detached_from_its_query_is_pending_with_neither_query_nor_engine(store):
+    async def work(backends):
+        store_ = backends.store
+        batch, entry = await one_entry_taken(store_, lease_s=60)
+        query_id = await store_.start_query(record(batch_entry_id=entry.id))
+        (started,) = await store_.batch_entries(batch.id)
+        await store_.finish_query(
+            query_id,
+            status="finished",
+            stop_reasons={"mojeek": "blocked"},
+            errors={},
+            relevance_threshold=None,
+            entry_state="pending",
+            entry_detached=True,
+        )
+        (detached,) = await store_.batch_entries(batch.id)
+        (taken,) = await store_.take_entries(batch.id, 1, owner="two", lease_s=60)
+        return query_id, started, detached, taken, await store_.query(query_id)
+
+    query_id, started, detached, taken, query = store.run(work)
+
+    assert (started.query_id, started.engine) == (query_id, "mojeek")
+    assert (detached.state, detached.query_id, detached.engine) == ("pending", None, None)
+    assert (taken.position, taken.query_id) == (1, None), "opened again as a new query"
+    assert query is not None and query.status == "finished", "the query row stays as it ended"
+
+
 def test_an_entry_taken_again_interrupts_the_query_its_lost_crawl_left_running(store):
     async def work(backends):
         store_ = backends.store

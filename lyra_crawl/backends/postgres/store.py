@@ -216,6 +216,7 @@ class PostgresStore:
         relevance_threshold: float | None,
         entry_state: str | None = None,
         entry_detail: str = "",
+        entry_detached: bool = False,
     ) -> StoredQuery:
         """Close the row; pages, items and the harvest rate (share of items whose relevance
         reaches the threshold) are counted from what was really stored."""
@@ -241,7 +242,12 @@ class PostgresStore:
             assert finished is not None
             if entry_state is not None and finished.batch_entry_id is not None:
                 await _set_entry_state(
-                    conn, finished.batch_entry_id, entry_state, query_id, entry_detail
+                    conn,
+                    finished.batch_entry_id,
+                    entry_state,
+                    query_id,
+                    entry_detail,
+                    detached=entry_detached,
                 )
             return finished
 
@@ -870,13 +876,29 @@ async def _batch_blocks(conn: Connection, batch_id: int) -> list[BlockCount]:
 
 
 async def _set_entry_state(
-    conn: Connection, entry_id: int, state: str, query_id: int | None, detail: str
+    conn: Connection,
+    entry_id: int,
+    state: str,
+    query_id: int | None,
+    detail: str,
+    *,
+    detached: bool = False,
 ) -> None:
+    """An entry's new state; `detached`: without its query and the engine chosen for it."""
     await conn.execute(
-        "UPDATE batch_entries SET state = %s, query_id = COALESCE(%s, query_id), detail = %s,"
-        " finished_at = CASE WHEN %s THEN now() END, lease_owner = NULL, lease_until = NULL"
-        " WHERE id = %s",
-        (state, query_id, detail, state not in ("pending", "running"), entry_id),
+        "UPDATE batch_entries SET state = %(state)s,"
+        " query_id = CASE WHEN %(detached)s THEN NULL ELSE COALESCE(%(query)s, query_id) END,"
+        " engine = CASE WHEN %(detached)s THEN NULL ELSE engine END, detail = %(detail)s,"
+        " finished_at = CASE WHEN %(finished)s THEN now() END, lease_owner = NULL,"
+        " lease_until = NULL WHERE id = %(id)s",
+        {
+            "state": state,
+            "detached": detached,
+            "query": query_id,
+            "detail": detail,
+            "finished": state not in ("pending", "running"),
+            "id": entry_id,
+        },
     )
 
 

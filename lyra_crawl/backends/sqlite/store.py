@@ -169,6 +169,7 @@ class SqliteStore(SqliteBackend):
         relevance_threshold: float | None,
         entry_state: str | None = None,
         entry_detail: str = "",
+        entry_detached: bool = False,
     ) -> StoredQuery:
         """Close the row; pages, items and the harvest rate (share of items whose relevance
         reaches the threshold) are counted from what was really stored."""
@@ -197,7 +198,14 @@ class SqliteStore(SqliteBackend):
             finished = rows.stored_query(row)
             assert finished is not None
             if entry_state is not None and finished.batch_entry_id is not None:
-                _set_entry_state(conn, finished.batch_entry_id, entry_state, query_id, entry_detail)
+                _set_entry_state(
+                    conn,
+                    finished.batch_entry_id,
+                    entry_state,
+                    query_id,
+                    entry_detail,
+                    detached=entry_detached,
+                )
             return finished
 
         return await self._db.write(finish)
@@ -840,13 +848,22 @@ def _batch_blocks(conn: sqlite3.Connection, batch_id: int) -> list[BlockCount]:
 
 
 def _set_entry_state(
-    conn: sqlite3.Connection, entry_id: int, state: str, query_id: int | None, detail: str
+    conn: sqlite3.Connection,
+    entry_id: int,
+    state: str,
+    query_id: int | None,
+    detail: str,
+    *,
+    detached: bool = False,
 ) -> None:
+    """An entry's new state; `detached`: without its query and the engine chosen for it."""
     finished_at = None if state in ("pending", "running") else utc_now()
     conn.execute(
-        "UPDATE batch_entries SET state = ?, query_id = COALESCE(?, query_id),"
+        "UPDATE batch_entries SET state = ?,"
+        " query_id = CASE WHEN ? THEN NULL ELSE COALESCE(?, query_id) END,"
+        " engine = CASE WHEN ? THEN NULL ELSE engine END,"
         " detail = ?, finished_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?",
-        (state, query_id, detail, finished_at, entry_id),
+        (state, detached, query_id, detached, detail, finished_at, entry_id),
     )
 
 
