@@ -25,7 +25,7 @@ from lyra_crawl.batch.files import (
     summary_lines,
 )
 from lyra_crawl.commands.batch import batch_end
-from lyra_crawl.config import load_config
+from lyra_crawl.config import LyraConfig, load_config
 from lyra_crawl.politeness.quota import utc_date
 from tests.conftest import (
     edited_config,
@@ -177,6 +177,18 @@ def test_an_engine_outside_its_hours_is_refused_and_its_entries_go_elsewhere(sim
     assert simulator.requests("mojeek") == []
 
 
+def mojeek_breaker_opened(db_path: Path, config: LyraConfig) -> float:
+    """mojeek's breaker opened on a CAPTCHA for 3 s in the store at `db_path`; until when."""
+
+    async def open_breaker(backends) -> float:
+        change = await backends.coordinator.breaker_failure(
+            "mojeek", config.breaker, kind="captcha", trial=False, retry_after_s=3
+        )
+        return change.after.open_until
+
+    return with_store(db_path, open_breaker)
+
+
 def two_mojeek_queries(folder: Path) -> Path:
     """Two two-page queries on mojeek, 'marsh 1' and 'marsh 3'."""
     batch_file = folder / "batch.yaml"
@@ -219,15 +231,7 @@ def mojeek_queries(db_path: Path) -> list[dict[str, Any]]:
 @pytest.mark.e2e
 def test_entries_naming_an_engine_whose_breaker_is_open_wait_for_its_cool_down(simulator, tmp_path):
     db_path = tmp_path / "lyra.sqlite3"
-    config = load_config()
-
-    async def open_breaker(backends) -> float:
-        change = await backends.coordinator.breaker_failure(
-            "mojeek", config.breaker, kind="captcha", trial=False, retry_after_s=3
-        )
-        return change.after.open_until
-
-    open_until = with_store(db_path, open_breaker)
+    open_until = mojeek_breaker_opened(db_path, load_config())
 
     result = run_scrapy(
         "batch", str(named_engine_batch(tmp_path)), env=scrapy_env(simulator, db_path)
@@ -246,6 +250,38 @@ def test_entries_naming_an_engine_whose_breaker_is_open_wait_for_its_cool_down(s
     ]
     times = [request["time"] for request in simulator.requests("mojeek")]
     assert len(times) == 4 and min(times) >= open_until
+
+
+@pytest.mark.e2e
+def test_entries_without_engine_wait_while_every_engine_they_may_go_to_refuses(simulator, tmp_path):
+    """mojeek the one engine the frontier may choose, its breaker open for 3 s: the entries
+    without engine wait for it instead of failing with no engine available."""
+    db_path = tmp_path / "lyra.sqlite3"
+
+    def mojeek_alone(policy: dict[str, Any]) -> None:
+        for name, engine in policy["engines"].items():
+            engine["weight"] = 1.0 if name == "mojeek" else 0.0
+
+    config_dir = edited_config(tmp_path / "config", mojeek_alone)
+    open_until = mojeek_breaker_opened(db_path, load_config(config_dir))
+    batch_file = tmp_path / "batch.yaml"
+    batch_file.write_text(
+        "defaults: {serp_max_pages: 1, strategy: fixed, sources: [serp]}\n"
+        "queries: [moor 1, moor 2]\n"
+    )
+    env = {**scrapy_env(simulator, db_path), "LYRA_CONFIG_DIR": str(config_dir)}
+
+    result = run_scrapy("batch", str(batch_file), env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "2 of 2 entries succeeded" in result.stdout
+    assert (
+        "2 entries of batch 1 wait for an engine: every engine the frontier may give them "
+        "refuses requests now (mojeek: its breaker is open until "
+    ) in result.stderr
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
+    times = [request["time"] for request in simulator.requests("mojeek")]
+    assert len(times) == 2 and min(times) >= open_until
 
 
 @pytest.mark.e2e

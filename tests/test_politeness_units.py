@@ -20,7 +20,15 @@ from lyra_crawl.politeness.breaker import (
     record_success,
 )
 from lyra_crawl.politeness.hours import parse_window
-from lyra_crawl.politeness.refusals import BREAKER, HOURS, QUOTA, engine_refusal
+from lyra_crawl.politeness.refusals import (
+    ANY_ENGINE,
+    BREAKER,
+    HOURS,
+    QUOTA,
+    EngineRefusal,
+    engine_refusal,
+    every_engine_refusal,
+)
 from lyra_crawl.politeness.selection import choose_engine
 from lyra_crawl.query.arguments import usable_engines
 from tests.conftest import ROOT
@@ -147,6 +155,27 @@ def test_an_engine_refuses_by_its_breaker_then_its_quota_then_its_hours():
         False,
     )
     assert refusal(Health("mojeek"), 4, night) is None
+
+
+def test_entries_without_engine_wait_only_when_every_engine_they_may_go_to_refuses():
+    quota = EngineRefusal("mojeek", QUOTA, "its daily quota of 5 requests is spent")
+    breaker = EngineRefusal("bing", BREAKER, "its breaker is open until 02:01 UTC (captcha)")
+
+    assert every_engine_refusal(["bing", "mojeek"], {"mojeek": quota}) is None
+    assert every_engine_refusal([], {"mojeek": quota}) is None, "no engine: nothing to wait for"
+    only_quota = every_engine_refusal(["mojeek"], {"mojeek": quota, "bing": breaker})
+    assert only_quota == EngineRefusal(
+        ANY_ENGINE,
+        QUOTA,
+        "every engine the frontier may give them refuses requests now (mojeek: its daily "
+        "quota of 5 requests is spent)",
+    )
+    both = every_engine_refusal(["bing", "mojeek"], {"mojeek": quota, "bing": breaker})
+    assert both is not None and both.ends_soon, "a breaker's cool-down ends: waited for"
+    assert both.reason.endswith(
+        "(bing: its breaker is open until 02:01 UTC (captcha); mojeek:"
+        " its daily quota of 5 requests is spent)"
+    )
 
 
 def test_breaker_opens_on_a_block_and_admits_one_trial_after_the_cooldown():

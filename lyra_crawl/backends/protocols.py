@@ -258,13 +258,14 @@ class ResultStore(Backend, Protocol):
 
         Pending entries first, then running ones whose lease has run out (their worker died).
         Taken entries become running with one more attempt. Entries whose engine (named, or
-        their query's) is one of `skip_engines` are left where they are.
+        their query's; NO_ENGINE for those with none yet) is one of `skip_engines` are left
+        where they are.
         """
         ...
 
     async def pending_engines(self, batch_id: int) -> dict[str, int]:
-        """The batch's pending entries that have an engine (named, or their query's), counted
-        by engine."""
+        """The batch's pending entries counted by engine (named, or their query's; NO_ENGINE
+        for those with none yet)."""
         ...
 
     async def finish_entry(

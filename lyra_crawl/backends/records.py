@@ -271,6 +271,9 @@ class BatchRecord:
 
 # A batch entry's states, in the order a reader takes them in.
 ENTRY_STATES = ("done", "running", "pending", "failed", "rejected")
+# The engine of an entry that has none yet (neither named nor given to its query), where
+# ResultStore.take_entries and pending_engines name entries by engine.
+NO_ENGINE = ""
 
 
 @dataclass(frozen=True)

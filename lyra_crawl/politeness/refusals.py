@@ -9,6 +9,7 @@ engine's windows end the crawl with those entries pending, crawled when the batc
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -17,6 +18,8 @@ from lyra_crawl.politeness.breaker import Health, refusal_reason
 from lyra_crawl.politeness.hours import allowed_at, describe
 
 BREAKER, QUOTA, HOURS = "breaker", "quota", "hours"
+# What an entry without engine waits for when every engine it may be given refuses requests.
+ANY_ENGINE = "an engine"
 
 
 @dataclass(frozen=True)
@@ -50,3 +53,19 @@ def engine_refusal(
             engine, HOURS, f"it takes requests only in {describe(policy.allowed_hours)}"
         )
     return None
+
+
+def every_engine_refusal(
+    engines: Sequence[str], refused: Mapping[str, EngineRefusal]
+) -> EngineRefusal | None:
+    """When every one of `engines` (those the frontier may give an entry without engine)
+    refuses requests now: one refusal saying so, ending soon when one of theirs does; else
+    None."""
+    if not engines or any(name not in refused for name in engines):
+        return None
+    theirs = [refused[name] for name in engines]
+    kind = BREAKER if any(refusal.ends_soon for refusal in theirs) else theirs[0].kind
+    each = "; ".join(f"{refusal.engine}: {refusal.reason}" for refusal in theirs)
+    return EngineRefusal(
+        ANY_ENGINE, kind, f"every engine the frontier may give them refuses requests now ({each})"
+    )

@@ -91,11 +91,7 @@ def choose_engine(
             if engine is not None:
                 reason = f"harvest rate {harvest_rate:g} >= {threshold:g}: last-mile"
                 return SelectionDecision(engine, True, reason, harvest_rate, threshold)
-    normal = [
-        name
-        for name in sorted(usable)
-        if not config.policies[name].lastmile and config.policies[name].weight > 0
-    ]
+    normal = normal_engines(config, usable)
     closed = [name for name in normal if name not in available or not _in_hours(config, name, now)]
     engine, how = earliest_free(
         config, [name for name in normal if name not in closed], queued or {}, rng
@@ -110,6 +106,15 @@ def choose_engine(
     if hours:
         reason += f" (outside allowed hours: {', '.join(hours)})"
     return SelectionDecision(engine, lastmile, reason, harvest_rate, threshold)
+
+
+def normal_engines(config: LyraConfig, usable: Collection[str]) -> list[str]:
+    """The engines the frontier gives a query without engine outside last-mile: weight > 0."""
+    return [
+        name
+        for name in sorted(usable)
+        if not config.policies[name].lastmile and config.policies[name].weight > 0
+    ]
 
 
 def earliest_free(

@@ -8,10 +8,11 @@ go on.
 
 An entry whose engine (named in it, or its interrupted query's) refuses requests right now is
 not taken (lyra_crawl.politeness.refusals): the crawl runs the others meanwhile, and takes it
-once the engine is back. When only such entries are left, the crawl waits for an engine whose
-breaker cools down (looking again every ENTRY_POLL_S) and ends when the rest wait for a daily
-quota or allowed hours, those entries still pending, with a WARNING saying when to run the batch
-again: started, each would end at once with no page, its source stopped by the refusal. A
+once the engine is back; entries without engine are not taken while every engine the frontier
+may give them refuses requests. When only such entries are left, the crawl waits for an engine
+whose breaker cools down (looking again every ENTRY_POLL_S) and ends when the rest wait for a
+daily quota or allowed hours, those entries still pending, with a WARNING saying when to run the
+batch again: started, each would end at once with no page, its source stopped by the refusal. A
 running query whose engine starts refusing goes back to pending the same way
 (lyra_crawl.session.closing), so the launch ends only once none of its own queries is open.
 
@@ -27,8 +28,9 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
-from lyra_crawl.backends.records import BatchEntry
-from lyra_crawl.politeness.refusals import EngineRefusal
+from lyra_crawl.backends.records import NO_ENGINE, BatchEntry
+from lyra_crawl.politeness.refusals import ANY_ENGINE, EngineRefusal, every_engine_refusal
+from lyra_crawl.politeness.selection import normal_engines
 from lyra_crawl.query.arguments import (
     ArgumentError,
     CrawlArguments,
@@ -38,6 +40,7 @@ from lyra_crawl.query.arguments import (
     usable_engines,
 )
 from lyra_crawl.session.opening import (
+    NoEngineAvailable,
     OpenedQuery,
     QueryNotOpened,
     enforced_engine_refusals,
@@ -71,10 +74,9 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
         )
         return
     crawl.keep_entry_leases(ENTRY_LEASE_S)
-    usable = usable_engines(crawl.config)
     while True:
         await crawl.wait_for_room(plan.concurrency)
-        refused = await enforced_engine_refusals(crawl, usable)
+        refused = await _refusals(crawl)
         entries = await crawl.store.take_entries(
             plan.batch_id,
             plan.concurrency - len(crawl.queries),
@@ -97,6 +99,17 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
             if opened is not None:
                 yield opened
                 await crawl.settle(opened.session)
+
+
+async def _refusals(crawl: CrawlSession) -> dict[str, EngineRefusal]:
+    """The engines that refuse requests now by the crawl's rules, and NO_ENGINE when every
+    engine the frontier may give an entry without one does: their entries are held back."""
+    usable = usable_engines(crawl.config)
+    refused = await enforced_engine_refusals(crawl, usable)
+    every = every_engine_refusal(normal_engines(crawl.config, usable), refused)
+    if every is not None:
+        refused[NO_ENGINE] = every
+    return refused
 
 
 async def _running_elsewhere(crawl: CrawlSession, batch_id: int) -> bool:
@@ -134,11 +147,12 @@ async def _waiting_for_engines(
         else:
             crawl.warn_once(
                 f"left:{refusal.reason}",
-                "%s stay%s pending: %s refuses requests now (%s); run the batch again then",
+                "%s stay%s pending: %s; run the batch again then",
                 entries,
                 verb,
-                refusal.engine,
-                refusal.reason,
+                refusal.reason
+                if refusal.engine == ANY_ENGINE
+                else f"{refusal.engine} refuses requests now ({refusal.reason})",
             )
     return any(refusal.ends_soon for refusal in waiting)
 
@@ -166,10 +180,22 @@ async def _open(
 ) -> OpenedQuery | None:
     try:
         return await open_query(crawl, arguments, entry)
+    except NoEngineAvailable as exc:
+        # Taken with another (a half-open breaker's one trial): held back now, as the next take
+        # holds back its like; else it fails below.
+        if entry is not None and NO_ENGINE in await _refusals(crawl):
+            logger.info("batch entry %d goes back to pending: %s", entry.position, exc)
+            await crawl.store.finish_entry(entry.id, state="pending", query_id=None)
+            return None
+        return await _not_opened(crawl, exc, entry)
     except QueryNotOpened as exc:
-        logger.error("%s", exc)
-        if entry is not None:
-            await crawl.store.finish_entry(
-                entry.id, state="failed", query_id=entry.query_id, detail=str(exc)
-            )
-        return None
+        return await _not_opened(crawl, exc, entry)
+
+
+async def _not_opened(crawl: CrawlSession, exc: QueryNotOpened, entry: BatchEntry | None) -> None:
+    """A query that cannot start: said, and its entry failed with why."""
+    logger.error("%s", exc)
+    if entry is not None:
+        await crawl.store.finish_entry(
+            entry.id, state="failed", query_id=entry.query_id, detail=str(exc)
+        )

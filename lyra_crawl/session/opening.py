@@ -48,6 +48,10 @@ class QueryNotOpened(RuntimeError):
     """The query cannot start (no engine available, a resume refused); the message says why."""
 
 
+class NoEngineAvailable(QueryNotOpened):
+    """No engine the frontier may choose takes requests now."""
+
+
 @dataclass(frozen=True)
 class PagePlan:
     """A page for the spider to request."""
@@ -191,7 +195,7 @@ async def _engine(
             )
     logger.info("engine choice: %s", decision.as_dict())
     if decision.engine is None:
-        raise QueryNotOpened(
+        raise NoEngineAvailable(
             f"no engine available ({decision.reason}): pass -a engine=NAME or check "
             "`scrapy engines`"
         )
@@ -207,9 +211,10 @@ async def _task_share(crawl: CrawlSession, task_id: str | None) -> TaskShare | N
 
 
 async def _available(crawl: CrawlSession, engines: list[str]) -> list[str]:
-    """Those of `engines` not refused right now by their breaker or their daily quota (the
-    choice weighs their allowed hours itself, and names them in its reason)."""
-    refused = await engine_refusals(crawl, engines)
+    """Those of `engines` not refused right now by their breaker or their daily quota, as the
+    crawl enforces them (the choice weighs their allowed hours itself, and names them in its
+    reason)."""
+    refused = await enforced_engine_refusals(crawl, engines)
     return [name for name in engines if name not in refused or refused[name].kind == HOURS]
 
 

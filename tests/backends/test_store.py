@@ -24,6 +24,7 @@ import pytest
 
 from lyra_crawl.backends import Backends, sqlite_path, sqlite_url, with_backends
 from lyra_crawl.backends.records import (
+    NO_ENGINE,
     CitationFetch,
     EntrySpec,
     LandingPage,
@@ -258,6 +259,29 @@ def test_entries_naming_an_engine_to_skip_are_left_pending_and_counted_by_engine
     assert [e.position for e in again] == [2]
     assert [e.position for e in rest] == [1, 4, 3], "pending ones, then 3 whose lease ran out"
     assert none_left == {}
+
+
+def test_entries_without_engine_are_skipped_and_counted_as_no_engine(store):
+    async def work(backends):
+        store_ = backends.store
+        batch = await recorded_batch(
+            store_,
+            EntrySpec(1, "a", {"query": "a"}),
+            EntrySpec(2, "b", {"query": "b", "engine": "mojeek"}),
+            EntrySpec(3, "c", {"query": "c"}),
+        )
+        waiting = await store_.pending_engines(batch.id)
+        named = await store_.take_entries(
+            batch.id, 5, owner="one", lease_s=60, skip_engines=[NO_ENGINE]
+        )
+        rest = await store_.take_entries(batch.id, 5, owner="one", lease_s=60)
+        return waiting, named, rest
+
+    waiting, named, rest = store.run(work)
+
+    assert waiting == {NO_ENGINE: 2, "mojeek": 1}
+    assert [e.position for e in named] == [2]
+    assert [e.position for e in rest] == [1, 3]
 
 
 async def recorded_batch(store_, *entries: EntrySpec):

@@ -714,8 +714,8 @@ class PostgresStore:
         async with self._db.transaction() as conn:
             found = await _fetch(
                 conn,
-                "SELECT engine, COUNT(*) FROM batch_entries WHERE batch_id = %s"
-                " AND state = 'pending' AND engine IS NOT NULL GROUP BY engine",
+                "SELECT COALESCE(engine, ''), COUNT(*) FROM batch_entries"
+                " WHERE batch_id = %s AND state = 'pending' GROUP BY 1",
                 (batch_id,),
             )
         return {engine: count for engine, count in found}
@@ -848,7 +848,8 @@ class PostgresStore:
 
 
 # An entry taken unless its engine is one of a list of engines to skip.
-_NOT_SKIPPED = "(engine IS NULL OR engine <> ALL(%s))"
+# Entries without engine yet are named NO_ENGINE (''), as take_entries skips them.
+_NOT_SKIPPED = "COALESCE(engine, '') <> ALL(%s)"
 
 
 def _of_batch(*joins: str) -> str:

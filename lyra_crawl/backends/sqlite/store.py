@@ -692,8 +692,8 @@ class SqliteStore(SqliteBackend):
         return await self._db.read(
             lambda conn: dict(
                 conn.execute(
-                    "SELECT engine, COUNT(*) FROM batch_entries WHERE batch_id = ?"
-                    " AND state = 'pending' AND engine IS NOT NULL GROUP BY engine",
+                    "SELECT COALESCE(engine, ''), COUNT(*) FROM batch_entries"
+                    " WHERE batch_id = ? AND state = 'pending' GROUP BY 1",
                     (batch_id,),
                 ).fetchall()
             )
@@ -882,7 +882,8 @@ def _expire_dead_leases(conn: sqlite3.Connection, batch_id: int) -> None:
 
 
 # An entry taken unless its engine is one of a JSON list of engines to skip.
-_NOT_SKIPPED = "(engine IS NULL OR engine NOT IN (SELECT value FROM json_each(?)))"
+# Entries without engine yet are named NO_ENGINE (''), as take_entries skips them.
+_NOT_SKIPPED = "COALESCE(engine, '') NOT IN (SELECT value FROM json_each(?))"
 
 
 def _paper_exists(conn: sqlite3.Connection, paper_id: int) -> bool:
