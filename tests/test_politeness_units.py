@@ -155,6 +155,13 @@ def test_an_engine_refuses_by_its_breaker_then_its_quota_then_its_hours():
         False,
     )
     assert refusal(Health("mojeek"), 4, night) is None
+    # A rule the crawl does not enforce is not asked: the next one decides.
+    quota_only = engine_refusal("mojeek", policy, opened, 5, night, enforced={QUOTA, HOURS})
+    assert quota_only is not None and quota_only.kind == QUOTA
+    assert engine_refusal("mojeek", policy, opened, 5, day, enforced={BREAKER}) is None, (
+        "outside the hours with its quota spent, but only the breaker (closed by then) asked"
+    )
+    assert engine_refusal("mojeek", policy, opened, 5, night, enforced=()) is None
 
 
 def test_entries_without_engine_wait_only_when_every_engine_they_may_go_to_refuses():

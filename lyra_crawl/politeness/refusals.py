@@ -9,7 +9,7 @@ engine's windows end the crawl with those entries pending, crawled when the batc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -37,18 +37,25 @@ class EngineRefusal:
 
 
 def engine_refusal(
-    engine: str, policy: EnginePolicy, health: Health, used_today: int, now: datetime
+    engine: str,
+    policy: EnginePolicy,
+    health: Health,
+    used_today: int,
+    now: datetime,
+    *,
+    enforced: Collection[str] = (BREAKER, QUOTA, HOURS),
 ) -> EngineRefusal | None:
-    """The rule by which `engine` refuses a request asking `now`, or None if it takes it."""
-    breaker = refusal_reason(health, now.timestamp())
+    """The rule by which `engine` refuses a request asking `now`, or None if it takes it; only
+    the `enforced` rules are asked (a crawl's switches may turn some off)."""
+    breaker = refusal_reason(health, now.timestamp()) if BREAKER in enforced else None
     if breaker is not None:
         return EngineRefusal(engine, BREAKER, f"its {breaker}")
     limit = policy.daily_limit
-    if limit is not None and used_today >= limit:
+    if QUOTA in enforced and limit is not None and used_today >= limit:
         return EngineRefusal(
             engine, QUOTA, f"its daily quota of {limit} requests is spent until midnight UTC"
         )
-    if not allowed_at(policy.allowed_hours, now):
+    if HOURS in enforced and not allowed_at(policy.allowed_hours, now):
         return EngineRefusal(
             engine, HOURS, f"it takes requests only in {describe(policy.allowed_hours)}"
         )

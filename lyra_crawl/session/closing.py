@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import QueryStatus
 from lyra_crawl.paging.stop_rules import CUT_SHORT, StopReason
-from lyra_crawl.session.opening import enforced_engine_refusals
+from lyra_crawl.session.opening import engine_refusals
 from lyra_crawl.session.query import QuerySession
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ async def _held_back(crawl: CrawlSession, session: QuerySession) -> HeldBack | N
     engine = session.sources[0]
     if session.batch_entry_id is None or engine not in session.refused_engines:
         return None
-    refusal = (await enforced_engine_refusals(crawl, [engine])).get(engine)
+    refusal = (await engine_refusals(crawl, [engine])).get(engine)
     if refusal is None:
         return None
     answered = any(session.pages_done.values()) or any(

@@ -43,7 +43,7 @@ from lyra_crawl.session.opening import (
     NoEngineAvailable,
     OpenedQuery,
     QueryNotOpened,
-    enforced_engine_refusals,
+    engine_refusals,
     open_query,
 )
 
@@ -105,7 +105,7 @@ async def _refusals(crawl: CrawlSession) -> dict[str, EngineRefusal]:
     """The engines that refuse requests now by the crawl's rules, and NO_ENGINE when every
     engine the frontier may give an entry without one does: their entries are held back."""
     usable = usable_engines(crawl.config)
-    refused = await enforced_engine_refusals(crawl, usable)
+    refused = await engine_refusals(crawl, usable)
     every = every_engine_refusal(normal_engines(crawl.config, usable), refused)
     if every is not None:
         refused[NO_ENGINE] = every

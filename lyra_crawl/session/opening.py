@@ -214,31 +214,28 @@ async def _available(crawl: CrawlSession, engines: list[str]) -> list[str]:
     """Those of `engines` not refused right now by their breaker or their daily quota, as the
     crawl enforces them (the choice weighs their allowed hours itself, and names them in its
     reason)."""
-    refused = await enforced_engine_refusals(crawl, engines)
+    refused = await engine_refusals(crawl, engines)
     return [name for name in engines if name not in refused or refused[name].kind == HOURS]
 
 
 async def engine_refusals(crawl: CrawlSession, engines: list[str]) -> dict[str, EngineRefusal]:
-    """Those of `engines` that refuse requests right now, each with its refusal."""
+    """Those of `engines` that refuse requests right now by a rule this crawl's middlewares
+    enforce (`CrawlSession.enforced_refusals`), each with its refusal: a batch holds their
+    entries back."""
     states = await crawl.coordinator.engine_states(engines, utc_date())
     now = datetime.now(UTC)
     refusals = (
-        engine_refusal(name, crawl.config.policy(name), state.health, state.used_today, now)
+        engine_refusal(
+            name,
+            crawl.config.policy(name),
+            state.health,
+            state.used_today,
+            now,
+            enforced=crawl.enforced_refusals,
+        )
         for name, state in states.items()
     )
     return {refusal.engine: refusal for refusal in refusals if refusal is not None}
-
-
-async def enforced_engine_refusals(
-    crawl: CrawlSession, engines: list[str]
-) -> dict[str, EngineRefusal]:
-    """Those of `engines` that refuse requests right now by a rule this crawl's middlewares
-    enforce (`CrawlSession.enforced_refusals`): a batch holds their entries back."""
-    return {
-        engine: refusal
-        for engine, refusal in (await engine_refusals(crawl, engines)).items()
-        if refusal.kind in crawl.enforced_refusals
-    }
 
 
 # -- resume (-a resume=true) -----------------------------------------------------------------
