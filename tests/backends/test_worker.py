@@ -2,7 +2,8 @@
 loop, in order; stopping lets handed-in work finish; work in flight at exit still completes;
 writes queued together share one transaction, a write alone takes no savepoint; another process's
 write lock is waited for, and the writes queued meanwhile go in with the waiting one; a write's
-reads made before the lock run outside any transaction."""
+reads made before the lock run outside any transaction; urgent work (the coordinator's) goes
+before the work queued, its writes in a transaction of their own."""
 
 from __future__ import annotations
 
@@ -209,6 +210,70 @@ def test_a_write_alone_is_its_own_transaction_without_a_savepoint(tmp_path):
         "ROLLBACK",
     ]
     assert not [s for s in statements if "SAVEPOINT" in s.upper()]
+
+
+def test_urgent_work_goes_before_the_work_queued_and_its_writes_share_a_commit_of_their_own(
+    tmp_path,
+):
+    # The coordinator's work is urgent: a claim of a send slot waits for the job running, not
+    # for the page writes and paper saves queued before it.
+    database = SqliteDatabase(tmp_path / "urgent.sqlite3")
+    ran: list[str] = []
+    statements: list[str] = []
+    release = threading.Event()
+
+    def note(name: str) -> Callable[[sqlite3.Connection], None]:
+        return lambda conn: ran.append(name)
+
+    async def work():
+        await database.open()
+        await database.read(lambda conn: conn.set_trace_callback(statements.append))
+        busy = asyncio.ensure_future(database.read(lambda conn: release.wait(10)))
+        await asyncio.sleep(0.05)  # running: what comes next waits in the queue
+        queued = [
+            asyncio.ensure_future(database.write(note("page 1"))),
+            asyncio.ensure_future(database.write(note("page 2"))),
+            asyncio.ensure_future(database.write(note("claim 1"), urgent=True)),
+            asyncio.ensure_future(database.write(note("claim 2"), urgent=True)),
+            asyncio.ensure_future(database.read(note("breaker"), urgent=True)),
+            asyncio.ensure_future(database.write(note("page 3"))),
+        ]
+        await asyncio.sleep(0.05)
+        release.set()
+        await asyncio.gather(busy, *queued)
+        await database.read(lambda conn: conn.set_trace_callback(None))
+        await database.close()
+
+    in_own_loop(work())
+
+    assert ran == ["claim 1", "claim 2", "breaker", "page 1", "page 2", "page 3"]
+    assert [s for s in statements if s in ("BEGIN IMMEDIATE", "COMMIT")] == [
+        "BEGIN IMMEDIATE",  # the two claims
+        "COMMIT",
+        "BEGIN IMMEDIATE",  # the three pages
+        "COMMIT",
+    ]
+
+
+def test_stopping_serves_the_urgent_work_handed_in_first():
+    worker = WorkerThread("lyra-test")
+    ran: list[str] = []
+    release = threading.Event()
+
+    async def work():
+        busy = asyncio.ensure_future(worker.run(lambda: release.wait(10)))
+        await asyncio.sleep(0.05)
+        queued = [
+            asyncio.ensure_future(worker.run(lambda: ran.append("plain"))),
+            asyncio.ensure_future(worker.run(lambda: ran.append("urgent"), urgent=True)),
+        ]
+        await asyncio.sleep(0)  # handed in
+        stopping = asyncio.get_running_loop().run_in_executor(None, worker.stop)
+        release.set()
+        await asyncio.gather(busy, *queued, stopping)
+
+    in_own_loop(work())
+    assert ran == ["urgent", "plain"]
 
 
 def test_writes_handed_in_while_another_process_holds_the_lock_go_in_with_the_waiting_one(

@@ -47,7 +47,8 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
                     (engine, day, limit, limit, limit),
                 ).rowcount
                 == 1
-            )
+            ),
+            urgent=True,
         )
 
     async def quota_used(self, engine: str, day: str) -> int:
@@ -55,7 +56,8 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
             lambda conn: conn.execute(
                 "SELECT usage_count FROM engine_usage WHERE engine = ? AND date = ?",
                 (engine, day),
-            ).fetchone()
+            ).fetchone(),
+            urgent=True,
         )
         return int(row[0]) if row else 0
 
@@ -66,7 +68,8 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
                 for row in conn.execute(
                     "SELECT engine, usage_count FROM engine_usage WHERE date = ?", (day,)
                 )
-            }
+            },
+            urgent=True,
         )
 
     async def engine_states(self, engines: Sequence[str], day: str) -> dict[str, EngineState]:
@@ -90,7 +93,7 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
                 for name in engines
             }
 
-        return await self._db.read(read)
+        return await self._db.read(read, urgent=True)
 
     # -- the per-engine send slot ----------------------------------------------------------
     # `engine_rate.next_allowed` is the end of the holder's lease while a request is in
@@ -119,7 +122,7 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
                 )
             return RateClaim(None, max(float(next_allowed) - now, 0.0), bool(held))
 
-        return await self._db.write(claim)
+        return await self._db.write(claim, urgent=True)
 
     async def slot_released(self, engine: str, timeout_s: float) -> bool:
         return await self._signals.released(engine, timeout_s)
@@ -144,12 +147,12 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
                 # Sent before the commit: a woken claim queues for the write lock behind it.
                 self._signals.send(engine, [address for (address,) in waiting])
 
-        await self._db.write(release)
+        await self._db.write(release, urgent=True)
 
     # -- circuit breaker -------------------------------------------------------------------
 
     async def breaker_health(self, engine: str) -> Health:
-        return await self._db.read(lambda conn: _health(conn, engine))
+        return await self._db.read(lambda conn: _health(conn, engine), urgent=True)
 
     async def _change_health(
         self, engine: str, change: Callable[[Health, float], tuple[T, Health]]
@@ -186,7 +189,7 @@ class SqliteCoordinator(SqliteBackend, BreakerSteps):
                 )
             return result
 
-        return await self._db.read(decide)
+        return await self._db.read(decide, urgent=True)
 
 
 def _health(conn: sqlite3.Connection, engine: str) -> Health:

@@ -137,25 +137,29 @@ class SqliteDatabase:
     async def _run(self, work: Callable[[], T]) -> T:
         return await self._open_worker().run(work)
 
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """`work(connection)` on the worker thread, outside any transaction."""
-        return await self._run(lambda: work(self._connection()))
+    async def read(self, work: Callable[[sqlite3.Connection], T], *, urgent: bool = False) -> T:
+        """`work(connection)` on the worker thread, outside any transaction; an `urgent` one
+        before the queued work that is not (the coordinator's, which requests wait for)."""
+        return await self._open_worker().run(lambda: work(self._connection()), urgent=urgent)
 
     async def write(
         self,
         work: Callable[[sqlite3.Connection], T],
         *,
         before: Callable[[sqlite3.Connection], object] | None = None,
+        urgent: bool = False,
     ) -> T:
         """`work(connection)` on the worker thread in a BEGIN IMMEDIATE transaction, shared with
-        the writes queued beside it (`_write_group`). With `before`, the transaction is the
-        write's own (with the writes queued after it), and `before(connection)` runs first,
-        outside any transaction, before the write lock is taken: reads that need not hold the
-        lock, so `work` must check that what they read still holds (other processes write
+        the writes as urgent as it queued beside it (`_write_group`; an `urgent` one goes
+        before the queued work that is not). With `before`, the transaction is the write's own
+        (with the writes queued after it), and `before(connection)` runs first, outside any
+        transaction, before the write lock is taken: reads that need not hold the lock, so
+        `work` must check that what they read still holds (other processes write
         meanwhile)."""
         return await self._open_worker().run_grouped(
             lambda: work(self._connection()),
             before=None if before is None else lambda: before(self._connection()),
+            urgent=urgent,
         )
 
     async def select(
