@@ -230,7 +230,7 @@ def test_an_unreadable_batch_file_exits_2_before_any_request(simulator, db_path,
 # -- scrapy batch --scrapyd ------------------------------------------------------------------
 
 
-def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
+def test_batch_on_scrapyd_waits_judges_jobs_by_their_status_rows_and_stores_what_a_local_run_does(
     scrapyd, simulator, db_path, tmp_path
 ):
     batch_file = tmp_path / "batch.yaml"
@@ -278,6 +278,39 @@ def test_batch_on_scrapyd_waits_and_judges_jobs_by_their_status_rows(
     # An API key never travels with a job: Scrapyd logs job arguments.
     assert "note: LYRA_S2_API_KEY holds an API key, so it is not sent" in result.stdout
     assert API_KEY not in scrapyd.log_tail(10**7) and API_KEY not in job_log
+    # The same batch run here stores the very same rows.
+    local_db = tmp_path / "local.sqlite3"
+    local = run_scrapy("batch", str(batch_file), env=batch_env(simulator, local_db))
+    assert local.returncode == 0, local.stderr[-3000:]
+    on_scrapyd, here = stored_results(db_path), stored_results(local_db)
+    assert len(on_scrapyd["pages"]) == 4 and len(on_scrapyd["items"]) == 40
+    assert on_scrapyd["papers"]
+    assert on_scrapyd == here
+
+
+def stored_results(db_path: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What a batch stored (queries, pages, items, papers), without ids, times and the job or
+    process that ran it: to compare two runs row by row."""
+    by_query = "JOIN queries AS q ON q.id = {}.query_id"
+    tables = {
+        "queries": "SELECT query_text, engine, sources, serp_max_pages, strategy, status,"
+        " stop_reason, errors, pages_fetched, items, harvest_rate, attribution, cache_hit"
+        " FROM queries",
+        "pages": "SELECT q.query_text, p.source, p.page_number, p.outcome, p.results,"
+        " p.items_stored, p.novelty_rate, p.harvest_rate, p.url FROM serp_pages AS p "
+        + by_query.format("p"),
+        "items": "SELECT q.query_text, i.source, i.kind, i.rank, i.page_number, i.position,"
+        " i.url, i.normalized_url, i.title, i.snippet, i.doi, i.relevance, i.fused_rank,"
+        " paper.normalized_title FROM serp_items AS i "
+        + by_query.format("i")
+        + " LEFT JOIN papers AS paper ON paper.id = i.paper_id",
+        "papers": "SELECT normalized_title, doi, year, attribution, sources, evidence,"
+        " fetch_url, evidence_reason FROM papers",
+    }
+    return {
+        name: sorted((tuple(row) for row in query_db(db_path, sql)), key=repr)
+        for name, sql in tables.items()
+    }
 
 
 def test_batch_on_an_unreachable_scrapyd_says_so_once_and_keeps_the_batch(
