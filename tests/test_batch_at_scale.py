@@ -88,7 +88,7 @@ def test_a_killed_batch_run_again_does_every_entry_once_and_stores_each_page_onc
 
 
 @pytest.mark.e2e
-def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_run_again_resumes_them(
+def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_resume_id_goes_on_with_them(
     start_simulator, tmp_path
 ):
     db_path = tmp_path / "lyra.sqlite3"
@@ -118,10 +118,13 @@ def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_run_again_resume
     kept = stored_pages(db_path)
     assert kept >= 4
 
-    again = run_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
+    # Resumed by its id: the file is not read again.
+    batch_file.unlink()
+    again = run_scrapy("batch", "--resume", "1", "--concurrency", "2", env=env)
 
     assert again.returncode == 0, again.stderr[-3000:]
-    assert "continuing batch 1" in again.stdout and "4 of 4 entries succeeded" in again.stdout
+    assert f"continuing batch 1 of {batch_file}" in again.stdout
+    assert "4 of 4 entries succeeded" in again.stdout
     assert_whole_pages(db_path)
     queries = query_db(db_path, "SELECT id, status FROM queries ORDER BY id")
     # The cancelled queries went on under their own ids: one query per entry.
@@ -132,7 +135,26 @@ def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_run_again_resume
         (q["id"], n) for q in queries for n in (1, 2, 3, 4)
     ]
     # Only the pages not stored before the signal were asked again.
-    assert len(simulator.requests("mojeek")) <= 16 + 2
+    asked = len(simulator.requests("mojeek"))
+    assert asked <= 16 + 2
+
+    # A batch with nothing left to run is only summed up.
+    over = run_scrapy("batch", "--resume", "1", env=env)
+    assert over.returncode == 0, over.stderr[-3000:]
+    assert f"batch 1 of {batch_file} has no entry left to run" in over.stdout
+    assert "4 of 4 entries succeeded" in over.stdout
+    assert len(simulator.requests("mojeek")) == asked
+
+
+def test_resuming_a_batch_the_store_does_not_have_is_one_error(tmp_path):
+    env = {"LYRA_DB_PATH": str(tmp_path / "lyra.sqlite3")}
+    missing = run_scrapy("batch", "--resume", "7", env=env)
+    assert missing.returncode == 2
+    assert (
+        missing.stderr.strip().splitlines()[-1].startswith("error: batch 7 is not in sqlite:///")
+    ), missing.stderr[-2000:]
+    both = run_scrapy("batch", str(tmp_path / "b.yaml"), "--resume", "7", env=env)
+    assert both.returncode == 2 and "give a batch file or --resume ID, not both" in both.stderr
 
 
 @pytest.mark.e2e

@@ -1,5 +1,5 @@
 """`scrapy batch FILE [--processes N | --scrapyd URL[,URL…]]`: record a batch file's queries and
-crawl them all.
+crawl them all; `scrapy batch --resume ID` continues a recorded batch.
 
 The batch and its entries are recorded in the store (`batches`, `batch_entries`), then run as
 ONE crawl (`scrapy crawl serp -a batch=ID`): one crawler, one downloader, one store handle,
@@ -15,11 +15,12 @@ terminal, else a plain line every LYRA_PROGRESS_INTERVAL seconds. Here the crawl
 BatchProgressExtension shows it; with --processes or --scrapyd this command reads the same
 figures from the store between two looks at the crawls, and prints its lines on stdout.
 
-Running the same file again while its batch is unfinished (killed, stopped) continues it: done
-entries are skipped, the others run. Entries with a fresh cache entry are skipped when the
-batch is recorded. A bad entry is reported with its position and the rest still run. Exit
-status: 0 when every entry succeeded, 1 when any failed or was rejected, 2 when the file,
-config or store is unusable.
+Running the same file again while its batch is unfinished (killed, stopped) continues it, as
+`--resume ID` does by the batch's id (the file is not read again): done entries are skipped, the
+others run; a batch with nothing left to run is only summed up. Entries with a fresh cache entry
+are skipped when the batch is recorded. A bad entry is reported with its position and the rest
+still run. Exit status: 0 when every entry succeeded, 1 when any failed or was rejected, 2 when
+the file, config or store is unusable (or the batch to resume is not in the store).
 """
 
 from __future__ import annotations
@@ -61,13 +62,20 @@ class Command(ScrapyCommand):
     requires_project = True
 
     def syntax(self) -> str:
-        return "[options] FILE"
+        return "[options] FILE | --resume ID"
 
     def short_desc(self) -> str:
         return "Crawl every query of a batch file in one crawl, here or on Scrapyd"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        parser.add_argument(
+            "--resume",
+            type=int,
+            metavar="ID",
+            help="continue batch ID as recorded in the store (its pending and running entries), "
+            "instead of recording a file",
+        )
         parser.add_argument(
             "--concurrency",
             type=int,
@@ -106,8 +114,10 @@ class Command(ScrapyCommand):
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1:
-            raise UsageError("give one batch file: scrapy batch FILE")
+        if opts.resume is not None and args:
+            raise UsageError("give a batch file or --resume ID, not both")
+        if opts.resume is None and len(args) != 1:
+            raise UsageError("give one batch file: scrapy batch FILE (or scrapy batch --resume ID)")
         if opts.concurrency is not None and opts.concurrency < 1:
             raise UsageError("--concurrency must be 1 or more")
         if opts.processes < 1:
@@ -120,7 +130,10 @@ class Command(ScrapyCommand):
                 "--processes runs crawls here; with --scrapyd give one URL per job instead"
             )
         try:
-            record, rejected = self._read_and_record(args[0])
+            if opts.resume is None:
+                record, rejected = self._read_and_record(args[0])
+            else:
+                record, rejected = run_sync(self._resumed(opts.resume)), []
         except (BatchError, ConfigError, BackendError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_BAD_INPUT
@@ -128,7 +141,9 @@ class Command(ScrapyCommand):
         for message in rejected:
             print(f"error: {message}", file=sys.stderr)
         crashed: list[CrawlExit] = []
-        if nodes:
+        if record is None:
+            pass  # resumed, with nothing left to run: summed up below
+        elif nodes:
             problem = self._crawl_on_scrapyd(record, nodes, opts)
             if problem is not None:
                 print(f"error: {problem}", file=sys.stderr)
@@ -138,8 +153,9 @@ class Command(ScrapyCommand):
             crashed = self._crawl_in_processes(record, opts)
         else:
             self._crawl_here(record, opts)
-        end = run_sync(self._end(record.id))
-        print("\n".join(summary_lines(end, record.id)))
+        batch_id = opts.resume if record is None else record.id
+        end = run_sync(self._end(batch_id))
+        print("\n".join(summary_lines(end, batch_id)))
         for crawl in crashed:
             print(f"error: {crawl.describe()}; its log above says why", file=sys.stderr)
         self.exitcode = 0 if end.all_succeeded and not crashed else EXIT_FAILED
@@ -164,6 +180,25 @@ class Command(ScrapyCommand):
             )
             print(f"batch {record.id}: {record.entries} entries from {path}", flush=True)
             await _skip_cached(store, record, batch)
+            return record
+        finally:
+            await backends.close()
+
+    async def _resumed(self, batch_id: int) -> BatchRecord | None:
+        """Batch `batch_id`'s record to continue, None when it has nothing left to run."""
+        backends = await open_backends(urls_from_settings(self.settings))
+        try:
+            store = backends.store
+            record = await store.batch(batch_id)
+            if record is None:
+                raise BatchError(
+                    f"batch {batch_id} is not in {store.url}: give the id `scrapy batch` "
+                    "printed, with LYRA_DB_URL naming the store it recorded the batch in"
+                )
+            if not await _unfinished(store, batch_id):
+                print(f"batch {batch_id} of {record.source} has no entry left to run", flush=True)
+                return None
+            print(f"continuing batch {batch_id} of {record.source}", flush=True)
             return record
         finally:
             await backends.close()
