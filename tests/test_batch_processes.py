@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -110,9 +111,18 @@ def test_two_processes_keep_an_engine_s_requests_one_tenth_of_a_second_apart(
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert min(gaps) >= 0.095, gaps
     # Both crawls sent to mojeek: the slot was shared, each told of the other's releases.
+    waits = []
     for number in (1, 2):
         assert f"[crawl {number}]  'lyra/mojeek/rate/release_waits'" in run.stderr
+        found = re.search(
+            rf"^\[crawl {number}\]  'lyra/mojeek/rate/waits': (\d+)", run.stderr, re.M
+        )
+        assert found, run.stderr[-3000:]
+        waits.append(int(found[1]))
     assert "rate/release_waits_unheard" not in run.stderr
+    # The command's last progress line, read from the store, has both crawls' waits.
+    last = [line for line in run.stdout.splitlines() if line.startswith("batch 1: 8 of 8")]
+    assert last and f"; rate waits mojeek {sum(waits)}; " in last[-1], run.stdout[-3000:]
 
 
 @dataclass(frozen=True)

@@ -117,14 +117,15 @@ def test_the_plain_line_names_every_figure():
         items=70,
         blocks={"mojeek": 1},
         finished_pages={"mojeek": 6},
+        rate_waits={"mojeek": 5, "duckduckgo": 0},
     )
     figures = ProgressFigures(
-        counts=progress, elapsed_s=75, eta_s=3725, pace=Pace(0.25, "qps", "mojeek"), waits={}
+        counts=progress, elapsed_s=75, eta_s=3725, pace=Pace(0.25, "qps", "mojeek")
     )
 
     assert progress_line(figures) == (
         "batch 1: 2 of 7 entries done, 1 running, 3 pending, 1 failed, 0 rejected; "
-        "9 requests (duckduckgo 2, mojeek 7); 70 items; blocks mojeek 1; rate waits none; "
+        "9 requests (duckduckgo 2, mojeek 7); 70 items; blocks mojeek 1; rate waits mojeek 5; "
         "elapsed 1m15s, ETA 1h02m (mojeek at 0.25 requests/s bounds it)"
     )
     assert duration(42) == "42s"
@@ -151,7 +152,7 @@ def test_reads_are_spaced_by_the_interval_or_by_what_a_read_costs():
     display.close(ProgressFigures(counts=final, elapsed_s=3, eta_s=0, pace=None))
     assert lines == [
         "batch 1: 1 of 1 entries done, 0 running, 0 pending, 0 failed, 0 rejected; "
-        "0 requests (none); 0 items; blocks none; elapsed 3s, ETA 0s"
+        "0 requests (none); 0 items; blocks none; rate waits none; elapsed 3s, ETA 0s"
     ]
 
 

@@ -280,7 +280,13 @@ class ResultStore(Backend, Protocol):
 
     # -- batch figures (progress display, batch report): aggregated by the store -----------
     async def batch_progress(self, batch_id: int) -> BatchProgress:
-        """Entries by state, requests per source, items, blocks, and what the ETA needs."""
+        """Entries by state, requests per source, items, blocks, rate-limit waits, and what the
+        ETA needs."""
+        ...
+
+    async def record_rate_waits(self, batch_id: int, owner: str, waits: Mapping[str, int]) -> None:
+        """The rate-limit waits per engine of crawl `owner` of the batch so far (its stats),
+        so that progress read from the store, in any process, shows them."""
         ...
 
     async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]: ...

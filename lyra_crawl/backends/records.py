@@ -360,6 +360,8 @@ class BatchProgress:
     blocks: Mapping[str, int] = field(default_factory=dict)
     finished_pages: Mapping[str, int] = field(default_factory=dict)
     running_pages: Mapping[str, int] = field(default_factory=dict)
+    # Rate-limit waits per engine, summed over the batch's crawls as each last recorded them.
+    rate_waits: Mapping[str, int] = field(default_factory=dict)
     started_at: str | None = None
     finished_at: str | None = None
 

@@ -333,11 +333,13 @@ def batch_progress(
     pages: Iterable[Sequence[Any]],
     blocks: Iterable[BlockCount],
     queries: int,
+    rate_waits: Iterable[Sequence[Any]],
 ) -> BatchProgress:
     """A batch's figures from its grouped rows.
 
     `entry_states`: (state, entries, first started_at, last finished_at) per entry state;
-    `pages`: (entry state, source, cache hit, pages, items stored) per group of pages.
+    `pages`: (entry state, source, cache hit, pages, items stored) per group of pages;
+    `rate_waits`: (engine, waits) summed over the batch's crawls.
     """
     entries: dict[str, int] = {}
     started: list[str] = []
@@ -374,6 +376,7 @@ def batch_progress(
         blocks=blocked,
         finished_pages=finished_pages,
         running_pages=running_pages,
+        rate_waits={engine: int(waits) for engine, waits in rate_waits},
         started_at=min(started, default=None),
         finished_at=max(finished, default=None),
     )

@@ -64,13 +64,13 @@ def progress_view(figures: ProgressFigures) -> RenderableType:
         engines.add_row(
             engine,
             str(counts.requests.get(engine, 0)),
-            "-" if waits is None else str(waits.get(engine, 0)),
+            str(waits.get(engine, 0)),
             str(counts.blocks.get(engine, 0)),
         )
     engines.add_row(
         Text("total", style="bold"),
         str(counts.total_requests),
-        "-" if waits is None else str(sum(waits.values())),
+        str(sum(waits.values())),
         str(sum(counts.blocks.values())),
     )
     replayed = counts.replayed_pages

@@ -1,11 +1,11 @@
 """A running batch's progress: the figures, the time left, and the plain progress line.
 
 The figures come from the store (`ResultStore.batch_progress`: entries by state, requests per
-source, items, blocks), so a batch running in this process and one running as a Scrapyd job
-are shown alike; the rate-limit waits (`lyra/<engine>/rate/waits`) are crawl stats and can be
-added only where the crawl runs. `BatchMonitor` reads them once per tick; lyra_crawl.batch.
-display shows them (a live table on a terminal, else these lines) and lyra_crawl.batch.
-extension drives it inside a crawl. No Scrapy here.
+source, items, blocks, and the rate-limit waits each crawl of the batch records from its
+`lyra/<engine>/rate/waits` stats as it runs), so a batch running in this process, in several
+(`--processes`) and as Scrapyd jobs are shown alike. `BatchMonitor` reads them once per tick;
+lyra_crawl.batch.display shows them (a live table on a terminal, else these lines) and
+lyra_crawl.batch.extension drives it inside a crawl. No Scrapy here.
 """
 
 from __future__ import annotations
@@ -39,13 +39,16 @@ class ProgressFigures:
     elapsed_s: float
     eta_s: float | None
     pace: Pace | None
-    # Rate-limit waits per engine: crawl stats, known only in the crawl's own process.
-    waits: Mapping[str, int] | None = None
+
+    @property
+    def waits(self) -> Mapping[str, int]:
+        """Rate-limit waits per engine, as the batch's crawls recorded them."""
+        return self.counts.rate_waits
 
     @property
     def engines(self) -> list[str]:
         """Every engine with requests, blocks or waits, by name."""
-        return sorted(set(self.counts.requests) | set(self.counts.blocks) | set(self.waits or {}))
+        return sorted(set(self.counts.requests) | set(self.counts.blocks) | set(self.waits))
 
 
 def remaining_requests(counts: BatchProgress) -> dict[str, float] | None:
@@ -106,8 +109,7 @@ def progress_line(figures: ProgressFigures) -> str:
         f"{counts.items} items",
         f"blocks {per_engine(counts.blocks)}",
     ]
-    if figures.waits is not None:
-        parts.append(f"rate waits {per_engine(figures.waits)}")
+    parts.append(f"rate waits {per_engine(figures.waits)}")
     parts.append(f"elapsed {duration(figures.elapsed_s)}, {eta_text(figures)}")
     return "; ".join(parts)
 
@@ -168,9 +170,7 @@ class BatchMonitor:
         # How long the last read of the store took (the display spaces its reads by it).
         self.read_s = 0.0
 
-    async def figures(
-        self, store: ResultStore, waits: Mapping[str, int] | None = None
-    ) -> ProgressFigures:
+    async def figures(self, store: ResultStore) -> ProgressFigures:
         asked = self._clock()
         counts = await store.batch_progress(self.batch_id)
         now = self._clock()
@@ -184,5 +184,5 @@ class BatchMonitor:
             pace = Pace(seen / spent, OBSERVED_PACE) if seen and spent > 0 else None
             seconds = eta_at_pace(counts, pace)
         return ProgressFigures(
-            counts=counts, elapsed_s=now - self._started, eta_s=seconds, pace=pace, waits=waits
+            counts=counts, elapsed_s=now - self._started, eta_s=seconds, pace=pace
         )

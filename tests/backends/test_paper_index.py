@@ -26,6 +26,10 @@ from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
 from tests.test_paper_index import real_dblp_acm
 
+# The schema versions before the paper words (SQLite, PostgreSQL) and before blocks by hash.
+BEFORE_WORDS = {"sqlite": SQLITE_VERSION - 2, "postgresql": 4}
+BEFORE_HASHED_BLOCKS = {"sqlite": SQLITE_VERSION - 1, "postgresql": 5}
+
 HERE = Path(__file__).parent
 TITLE = "Soil Moisture Sampling in Semi-Arid Catchments: A Field Trial"
 MIN_ABSTRACT = 200
@@ -379,7 +383,7 @@ def test_a_store_from_before_the_words_gets_them_and_its_titles_normalised(store
     # are known.
     found = api(year=2019, authors=("Ana Silva",), venue="Journal of Hydrology")
     store.run(lambda backends: save_query(backends, "moisture", found))
-    previous = SQLITE_VERSION - 2 if store.name == "sqlite" else POSTGRES_VERSION - 2
+    previous = BEFORE_WORDS[store.name]
     compact = TITLE.lower().replace(":", "").replace("-", "").replace(" ", "")
     with raw_connection(store) as conn:
         blocks_by_text(conn)
@@ -406,10 +410,7 @@ def test_a_store_with_blocks_by_text_gets_them_by_hash(store):
     store.run(lambda backends: save_query(backends, "moisture", api(year=2019, doi="10.1234/x")))
     with raw_connection(store) as conn:
         text_keys = blocks_by_text(conn)
-        conn.execute(
-            "UPDATE schema_version SET version = "
-            f"{SQLITE_VERSION - 1 if store.name == 'sqlite' else POSTGRES_VERSION - 1}"
-        )
+        conn.execute(f"UPDATE schema_version SET version = {BEFORE_HASHED_BLOCKS[store.name]}")
 
     query_id = store.run(lambda backends: save_query(backends, "again", again))
 

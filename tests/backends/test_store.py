@@ -318,6 +318,20 @@ def test_a_finished_query_gives_its_batch_entry_a_state_and_why_in_one_step(stor
     assert entry.detail == "every source failed (mojeek: Connection refused)"
 
 
+def test_each_crawl_s_rate_waits_are_kept_at_their_last_total_and_summed_per_engine(store):
+    async def work(backends):
+        store_ = backends.store
+        batch = await recorded_batch(store_, EntrySpec(1, "a", {"query": "a"}))
+        other = await recorded_batch(store_, EntrySpec(1, "b", {"query": "b"}))
+        await store_.record_rate_waits(batch.id, "host:1", {"mojeek": 3, "bing": 1})
+        await store_.record_rate_waits(batch.id, "host:1", {"mojeek": 4, "bing": 1})
+        await store_.record_rate_waits(batch.id, "host:2", {"mojeek": 2})
+        await store_.record_rate_waits(other.id, "host:1", {"mojeek": 50})
+        return (await store_.batch_progress(batch.id)).rate_waits
+
+    assert store.run(work) == {"bing": 1, "mojeek": 6}
+
+
 def test_an_entry_detached_from_its_query_is_pending_with_neither_query_nor_engine(store):
     async def work(backends):
         store_ = backends.store
@@ -737,6 +751,7 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     see("task_engines", await store.task_engines("t1"))
     await store.finish_entry(entries[1].id, state="failed", query_id=second, detail="timeout")
     see("batch_entries", await store.batch_entries(batch.id))
+    await store.record_rate_waits(batch.id, "host:1", {"mojeek": 2})
     see("batch_progress", await store.batch_progress(batch.id))
     see("batch_stop_reasons", await store.batch_stop_reasons(batch.id))
     see("batch_blocks", await store.batch_blocks(batch.id))

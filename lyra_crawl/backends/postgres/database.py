@@ -44,7 +44,7 @@ from lyra_crawl.backends.rows import instant, process_alive
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # pg_advisory_xact_lock key of the schema's application: "lyra" in ASCII.
 SCHEMA_LOCK = 0x6C797261
 CONNECT_TIMEOUT_S = 10

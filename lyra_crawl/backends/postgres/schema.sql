@@ -240,3 +240,12 @@ CREATE TABLE batch_entries (
     UNIQUE (batch_id, position)
 );
 CREATE INDEX batch_entries_state ON batch_entries (batch_id, state, position);
+-- Each crawl of a batch records its rate-limit waits per engine as it runs (its stats), so
+-- that progress read from the store (scrapy batch --processes, --scrapyd) shows them.
+CREATE TABLE batch_rate_waits (
+    batch_id  bigint NOT NULL REFERENCES batches (id),
+    owner     text NOT NULL,                     -- host:pid of the crawl
+    engine    text NOT NULL,
+    waits     integer NOT NULL,
+    PRIMARY KEY (batch_id, owner, engine)
+);

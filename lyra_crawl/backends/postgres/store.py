@@ -774,6 +774,21 @@ class PostgresStore:
                 ),
                 blocks=await _batch_blocks(conn, batch_id),
                 queries=await _one(conn, f"SELECT COUNT(*) {_BATCH_QUERIES}", (batch_id,)),
+                rate_waits=await _fetch(
+                    conn,
+                    "SELECT engine, SUM(waits) FROM batch_rate_waits WHERE batch_id = %s"
+                    " GROUP BY engine",
+                    (batch_id,),
+                ),
+            )
+
+    async def record_rate_waits(self, batch_id: int, owner: str, waits: Mapping[str, int]) -> None:
+        async with self._db.transaction() as conn:
+            await conn.cursor().executemany(
+                "INSERT INTO batch_rate_waits (batch_id, owner, engine, waits)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT (batch_id, owner, engine)"
+                " DO UPDATE SET waits = EXCLUDED.waits",
+                [(batch_id, owner, engine, n) for engine, n in waits.items()],
             )
 
     async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]:

@@ -268,3 +268,12 @@ CREATE TABLE IF NOT EXISTS batch_entries (
     UNIQUE (batch_id, position)
 );
 CREATE INDEX IF NOT EXISTS batch_entries_state ON batch_entries (batch_id, state, position);
+-- Each crawl of a batch records its rate-limit waits per engine as it runs (its stats), so
+-- that progress read from the store (scrapy batch --processes, --scrapyd) shows them.
+CREATE TABLE IF NOT EXISTS batch_rate_waits (
+    batch_id  INTEGER NOT NULL REFERENCES batches (id),
+    owner     TEXT NOT NULL,                     -- host:pid of the crawl
+    engine    TEXT NOT NULL,
+    waits     INTEGER NOT NULL,
+    PRIMARY KEY (batch_id, owner, engine)
+);

@@ -731,6 +731,15 @@ class SqliteStore(SqliteBackend):
     async def batch_progress(self, batch_id: int) -> BatchProgress:
         return await self._db.read(lambda conn: _batch_progress(conn, batch_id))
 
+    async def record_rate_waits(self, batch_id: int, owner: str, waits: Mapping[str, int]) -> None:
+        await self._db.write(
+            lambda conn: conn.executemany(
+                "INSERT INTO batch_rate_waits (batch_id, owner, engine, waits) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (batch_id, owner, engine) DO UPDATE SET waits = excluded.waits",
+                [(batch_id, owner, engine, n) for engine, n in waits.items()],
+            )
+        )
+
     async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]:
         return await self._db.select(
             lambda row: StopReasonCount(*row),
@@ -832,6 +841,10 @@ def _batch_progress(conn: sqlite3.Connection, batch_id: int) -> BatchProgress:
         ),
         blocks=_batch_blocks(conn, batch_id),
         queries=conn.execute(f"SELECT COUNT(*) {_BATCH_QUERIES}", (batch_id,)).fetchone()[0],
+        rate_waits=conn.execute(
+            "SELECT engine, SUM(waits) FROM batch_rate_waits WHERE batch_id = ? GROUP BY engine",
+            (batch_id,),
+        ),
     )
 
 
