@@ -146,6 +146,33 @@ def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_resume_id_goes_o
     assert len(simulator.requests("mojeek")) == asked
 
 
+@pytest.mark.e2e
+def test_a_closespider_limit_ends_a_batch_crawl_without_error_and_resume_finishes_it(
+    simulator, tmp_path
+):
+    # The launch was reading the store for the next entries when the limit closed the crawl
+    # and its backends: "Error while reading start items and requests: database … is closed".
+    db_path = tmp_path / "lyra.sqlite3"
+    batch_file = four_page_batch(tmp_path, "shoal", 12)
+    env = scrapy_env(simulator, db_path)
+
+    stopped = run_scrapy("batch", str(batch_file), "-s", "CLOSESPIDER_ITEMCOUNT=50", env=env)
+
+    assert stopped.returncode == 1, stopped.stderr[-3000:]  # entries are left pending
+    assert "closespider_itemcount" in stopped.stderr
+    assert " ERROR: " not in stopped.stderr, stopped.stderr[-3000:]
+    assert "Traceback" not in stopped.stderr, stopped.stderr[-3000:]
+    # The running entries went back to pending, their queries cancelled: none left running.
+    states = {r["state"] for r in query_db(db_path, "SELECT state FROM batch_entries")}
+    statuses = {r["status"] for r in query_db(db_path, "SELECT status FROM queries")}
+    assert states <= {"done", "pending"} and "pending" in states, states
+    assert statuses <= {"finished", "cancelled"} and "cancelled" in statuses, statuses
+    again = run_scrapy("batch", "--resume", "1", env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "12 of 12 entries succeeded" in again.stdout
+    assert_whole_pages(db_path)
+
+
 def test_resuming_a_batch_the_store_does_not_have_is_one_error(tmp_path):
     env = {"LYRA_DB_PATH": str(tmp_path / "lyra.sqlite3")}
     missing = run_scrapy("batch", "--resume", "7", env=env)

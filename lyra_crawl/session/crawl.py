@@ -76,6 +76,8 @@ class CrawlSession:
         # is still stored and the queries closed).
         self.storage_failure: BackendError | None = None
         self._store_failed = False
+        # Set once the spider closes: its backends close, and nothing more is opened.
+        self.closed = False
         self._room = asyncio.Condition()
         self._waiting = 0
         self._tasks: set[asyncio.Task[None]] = set()
@@ -293,6 +295,7 @@ class CrawlSession:
         return QueryStatus.FINISHED if reason == "finished" else QueryStatus.CANCELLED
 
     async def spider_closed(self, reason: str) -> None:
+        self.closed = True
         if self._lease_renewal is not None and self._lease_renewal.running:
             self._lease_renewal.stop()
         if self._tasks:

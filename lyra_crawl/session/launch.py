@@ -28,7 +28,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
-from lyra_crawl.backends.records import NO_ENGINE, BatchEntry
+from lyra_crawl.backends.records import NO_ENGINE, BackendError, BatchEntry
 from lyra_crawl.politeness.refusals import ANY_ENGINE, EngineRefusal, every_engine_refusal
 from lyra_crawl.politeness.selection import normal_engines
 from lyra_crawl.query.arguments import (
@@ -59,7 +59,18 @@ ENTRY_POLL_S = 1.0
 
 
 async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQuery]:
-    """Each query as it opens; the caller sends its first requests before asking for more."""
+    """Each query as it opens; the caller sends its first requests before asking for more.
+    Once the crawl closes (a CloseSpider limit, a signal), nothing more is opened."""
+    try:
+        async for opened in _launch(crawl, plan):
+            yield opened
+    except (BackendError, RuntimeError):
+        # Closed while this read the store: its backends are closed under the read.
+        if not crawl.closed:
+            raise
+
+
+async def _launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQuery]:
     if isinstance(plan, SingleQuery):
         opened = await _open(crawl, plan.arguments, None)
         if opened is not None:
@@ -76,6 +87,8 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
     crawl.keep_entry_leases(ENTRY_LEASE_S)
     while True:
         await crawl.wait_for_room(plan.concurrency)
+        if crawl.closed:  # its queries closing made room: their entries may be pending again
+            return
         refused = await _refusals(crawl)
         entries = await crawl.store.take_entries(
             plan.batch_id,
@@ -94,11 +107,20 @@ async def launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[OpenedQ
                 return
             await crawl.wait_for_a_close(ENTRY_POLL_S)
             continue
-        for entry in entries:
+        for taken, entry in enumerate(entries):
+            if crawl.closed:
+                await _put_back(crawl, entries[taken:])
+                return
             opened = await _open_entry(crawl, entry, plan.job_id)
             if opened is not None:
                 yield opened
                 await crawl.settle(opened.session)
+
+
+async def _put_back(crawl: CrawlSession, entries: list[BatchEntry]) -> None:
+    """Entries taken but not opened before the crawl closed: pending again, for the next run."""
+    for entry in entries:
+        await crawl.store.finish_entry(entry.id, state="pending", query_id=entry.query_id)
 
 
 async def _refusals(crawl: CrawlSession) -> dict[str, EngineRefusal]:
