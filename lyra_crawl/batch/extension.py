@@ -93,9 +93,9 @@ class BatchProgressExtension:
             self._ticks.stop()
 
     async def engine_stopped(self) -> None:
-        if self._batch_id is None:
-            return
         monitor = self._monitor
+        if self._batch_id is None or (monitor is None and self._waits() == self._recorded):
+            return  # nothing to show, nor to record: no backend opened for it
 
         async def finish(backends: Backends) -> ProgressFigures | None:
             await self._record_waits(backends.store)
