@@ -281,6 +281,7 @@ def test_batch_on_scrapyd_waits_judges_jobs_by_their_status_rows_and_stores_what
     local_db = tmp_path / "local.sqlite3"
     local = run_scrapy("batch", str(batch_file), env=batch_env(simulator, local_db))
     assert local.returncode == 0, local.stderr[-3000:]
+    assert " ERROR: " not in local.stderr, local.stderr[-3000:]
     on_scrapyd, here = stored_results(db_path), stored_results(local_db)
     assert len(on_scrapyd["pages"]) == 4 and len(on_scrapyd["items"]) == 40
     assert on_scrapyd["papers"]

@@ -123,6 +123,7 @@ def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_resume_id_goes_o
     again = run_scrapy("batch", "--resume", "1", "--concurrency", "2", env=env)
 
     assert again.returncode == 0, again.stderr[-3000:]
+    assert " ERROR: " not in again.stderr, again.stderr[-3000:]
     assert f"continuing batch 1 of {batch_file}" in again.stdout
     assert "4 of 4 entries succeeded" in again.stdout
     assert_whole_pages(db_path)
@@ -141,6 +142,7 @@ def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_resume_id_goes_o
     # A batch with nothing left to run is only summed up.
     over = run_scrapy("batch", "--resume", "1", env=env)
     assert over.returncode == 0, over.stderr[-3000:]
+    assert " ERROR: " not in over.stderr, over.stderr[-3000:]
     assert f"batch 1 of {batch_file} has no entry left to run" in over.stdout
     assert "4 of 4 entries succeeded" in over.stdout
     assert len(simulator.requests("mojeek")) == asked
@@ -169,6 +171,7 @@ def test_a_closespider_limit_ends_a_batch_crawl_without_error_and_resume_finishe
     assert statuses <= {"finished", "cancelled"} and "cancelled" in statuses, statuses
     again = run_scrapy("batch", "--resume", "1", env=env)
     assert again.returncode == 0, again.stderr[-3000:]
+    assert " ERROR: " not in again.stderr, again.stderr[-3000:]
     assert "12 of 12 entries succeeded" in again.stdout
     assert_whole_pages(db_path)
 
