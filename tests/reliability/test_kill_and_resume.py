@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,15 +56,24 @@ def stored_pages(db_path: Path, source: str | None = None) -> int:
         return 0
 
 
+def wait_for(process: subprocess.Popen[str], condition: Callable[[], bool], what: str) -> None:
+    """Until `condition()` holds, `process` running all along."""
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert process.poll() is None, process.stderr.read()[-3000:]
+        assert time.monotonic() < deadline, f"the crawl never {what}"
+        time.sleep(0.05)
+
+
 def wait_for_pages(
     process: subprocess.Popen[str], db_path: Path, pages: int, source: str | None = None
 ) -> None:
     """Until `pages` pages (of `source`) are stored by the running `process`."""
-    deadline = time.monotonic() + 60
-    while stored_pages(db_path, source) < pages:
-        assert process.poll() is None, process.stderr.read()[-3000:]
-        assert time.monotonic() < deadline, f"the crawl never stored {pages} pages of {source}"
-        time.sleep(0.05)
+    wait_for(
+        process,
+        lambda: stored_pages(db_path, source) >= pages,
+        f"stored {pages} pages of {source}",
+    )
 
 
 def signal_after_pages(
@@ -112,7 +122,13 @@ def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_sim
     simulator = start_simulator("--slow-at", "mojeek:5:8000")
     env = scrapy_env(simulator, db_path)
 
-    kill_after_pages(crawl_args("-a", "engine=mojeek"), env, db_path, pages=4)
+    process = start_scrapy(*crawl_args("-a", "engine=mojeek"), env=env)
+    wait_for_pages(process, db_path, 4)
+    # Killed while page 5 waits for its slow answer: asked, never stored.
+    wait_for(process, lambda: len(simulator.requests("mojeek")) == 5, "asked for page 5")
+    process.kill()
+    process.communicate(timeout=60)  # a zombie's pid would still look alive
+    assert process.returncode == -signal.SIGKILL
 
     assert_whole_pages(db_path)
     pages = query_db(db_path, "SELECT page_number FROM serp_pages ORDER BY 1")
