@@ -1,9 +1,9 @@
 """One batch run by several worker processes sharing one store: does a second worker pay off?
 
-- `distributed_speedup_2_workers`: a CPU-bound batch (1,000 queries of 3 pages, each on a named
-  engine, the choosable ones in turn, every engine at 1,000 qps with no daily limit, so the
-  engines are not the limit; parse-heavy pages: the simulator's results
-  pages padded to PAGE_KB, as heavy as real engines' pages, 200-900 KB when they show results,
+- `distributed_speedup_2_workers`: a batch meant to be CPU-bound (1,000 queries of 3 pages,
+  each on a named engine, the choosable ones in turn, every engine at 1,000 qps with no daily
+  limit, so the engines are not the limit; parse-heavy pages: the simulator's results pages
+  padded to PAGE_KB, as heavy as real engines' pages, 200-900 KB when they show results,
   where its own weigh 4-14 KB), recorded in a fresh SQLite store (coordination in the same
   file), and crawled by `scrapy crawl serp -a batch=ID` in 1 process; recorded again
   in another fresh store and crawled by 2 processes at once: requests per second with 2 ÷ with
