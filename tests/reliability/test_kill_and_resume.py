@@ -144,6 +144,7 @@ def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_sim
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
     assert "resumed at pages {'mojeek': 5}" in result.stderr
     assert_whole_pages(db_path)
     (query,) = query_db(db_path, "SELECT * FROM queries")
