@@ -68,6 +68,7 @@ def parse_config(parsers_yaml: str, policy_yaml: str, *, source: str = "") -> Ly
         lastmile=policy.lastmile,
         papers=policy.papers,
         citations=policy.citations,
+        retrieval=policy.retrieval,
         source=source,
     )
 

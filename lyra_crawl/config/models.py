@@ -38,6 +38,7 @@ from lyra_crawl.config.fields import (
     placeholders,
     templates,
 )
+from lyra_crawl.config.retrieval import CheckedRetrievalPolicy, RetrievalPolicy
 from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 from lyra_crawl.politeness.hours import HourWindow, parse_window
@@ -479,6 +480,7 @@ class PolicyFile:
     lastmile: Annotated[LastMilePolicy, null_as({})] = field(default_factory=LastMilePolicy)
     papers: Annotated[PapersPolicy, null_as({})] = field(default_factory=PapersPolicy)
     citations: Annotated[CitationPolicy, null_as({})] = field(default_factory=CitationPolicy)
+    retrieval: CheckedRetrievalPolicy = field(default_factory=RetrievalPolicy)
 
 
 def _lastmile_rules(policy: PolicyFile) -> PolicyFile:
@@ -514,6 +516,7 @@ class LyraConfig:
     lastmile: LastMilePolicy = field(default_factory=LastMilePolicy)
     papers: PapersPolicy = field(default_factory=PapersPolicy)
     citations: CitationPolicy = field(default_factory=CitationPolicy)
+    retrieval: RetrievalPolicy = field(default_factory=RetrievalPolicy)
     source: str = ""
 
     def engine(self, name: str) -> EngineSpec:
