@@ -225,6 +225,10 @@ def _values(value: FacetValue | None) -> tuple[str | int, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 
+class ConversationError(ValueError):
+    """A conversation's saved facets cannot be read; the message says which file and the fix."""
+
+
 class Conversations(Protocol):
     """The facets each conversation's last question applied, for the next one to carry."""
 
@@ -267,7 +271,7 @@ class ConversationsInFolder:
         except FileNotFoundError:
             return ()
         except (OSError, ValueError, TypeError) as exc:
-            raise ValueError(
+            raise ConversationError(
                 f"conversation {name!r}: {path} cannot be read ({exc}): delete it to start the "
                 "conversation anew"
             ) from None

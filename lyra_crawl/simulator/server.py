@@ -7,6 +7,8 @@ no parse rule reads, bodies cut off halfway; and latency on every answer. Pages 
 result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
 on, the citation graph, landing pages, the publishers' robots.txt at `/robots.txt`) are answered
 before any fault, unless the engine's are all to answer with an HTTP status (`other_status`).
+`/llm/v1/chat/completions` is an OpenAI-compatible chat endpoint rating passages, its faults
+asked for by the model name (lyra_crawl.simulator.llm).
 Every query a result page is asked for joins the PaperIndex, so its papers can then be looked
 up by id.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import parse_qsl, urlsplit
 
+from lyra_crawl.simulator import llm
 from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
 from lyra_crawl.simulator.engines.landing import PUBLISHERS_ROBOTS_TXT
@@ -99,7 +102,13 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            form = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
+            body = self.rfile.read(length) if length else b""
+            engine_name, _, rest = urlsplit(self.path).path.lstrip("/").partition("/")
+            if engine_name == llm.PREFIX:
+                state.record({"time": time.time(), "engine": llm.PREFIX, "path": "/" + rest})
+                self._send(llm.chat_answer("/" + rest, body))
+                return
+            form = body.decode("utf-8", errors="replace")
             self._serve(dict(parse_qsl(form, keep_blank_values=True)))
 
         def _serve(self, form: dict[str, str]) -> None:
