@@ -115,7 +115,8 @@ class OnnxTextModel:
             tokenizer = Tokenizer.from_file(str(path))
         except Exception as exc:  # tokenizers raises its own Exception for any bad file
             raise model_error(
-                self.setting, f"cannot read {path} ({exc}): export the model's tokenizer.json"
+                self.setting,
+                f"cannot read {path} ({_first_line(exc)}): export the model's tokenizer.json",
             ) from None
         tokenizer.enable_truncation(self.max_tokens)
         tokenizer.enable_padding()
@@ -140,7 +141,9 @@ class OnnxTextModel:
             )
         except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph types
             raise model_error(
-                self.setting, f"cannot load {found[0]} ({exc}): check it is an ONNX model"
+                self.setting,
+                f"cannot load {found[0]} ({_first_line(exc)}): check it is an ONNX model that "
+                f"onnxruntime {onnxruntime.__version__} reads",
             ) from None
 
     @property
@@ -159,3 +162,9 @@ class OnnxTextModel:
         if "token_type_ids" in {i.name for i in self.session.get_inputs()}:
             feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         return self.session.run(None, feed)[0], mask
+
+
+def _first_line(exc: Exception) -> str:
+    """The first line of a library's error, cut to a readable length."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."

@@ -29,10 +29,10 @@ from lyra_crawl.retrieval.facets import (
     decide,
     detect,
 )
-from lyra_crawl.retrieval.fusion import fuse
+from lyra_crawl.retrieval.fusion import Ranked, fuse
 from lyra_crawl.retrieval.keyword import KeywordIndex
 from lyra_crawl.retrieval.llm import LlmEndpoint, LlmRater
-from lyra_crawl.retrieval.records import Selection, StageRun
+from lyra_crawl.retrieval.records import Candidate, Selection, StageRun
 from lyra_crawl.retrieval.semantic import Embedder, SemanticIndex, load_embedder
 from lyra_crawl.retrieval.stages import (
     CrossEncoderScoring,
@@ -144,6 +144,15 @@ class EvidenceIndex:
         return digest.hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Hybrid:
+    """The hybrid search's lists: BM25's, the semantic model's and their fusion."""
+
+    keyword: Ranked
+    semantic: Ranked
+    fused: list[Candidate]
+
+
 class EvidenceSelector:
     """Runs a question through the stages over an index; remembers conversations' facets."""
 
@@ -164,6 +173,13 @@ class EvidenceSelector:
         rater = LlmRater(llm, policy.llm.timeout_s) if llm else None
         self._llm = LlmRating(rater, policy.llm)
         self._final = FinalChoice(policy)
+
+    def hybrid(self, text: str, initial_k: int, kept_documents: set[str] | None = None) -> Hybrid:
+        """BM25's and the semantic top `initial_k` among the kept documents, and their fusion."""
+        usable = self.index.kept_chunks(kept_documents)
+        keyword = self._keyword.run(text, usable, initial_k)
+        semantic = self._semantic.run(text, usable, initial_k)
+        return Hybrid(keyword, semantic, fuse(keyword, semantic, self.index.policy.fusion))
 
     def select(
         self,
@@ -193,11 +209,8 @@ class EvidenceSelector:
             if decision.applied
             else None
         )
-        usable = self.index.kept_chunks(kept_ids)
-        text = decision.search_text
-        keyword = self._keyword.run(text, usable, initial_k)
-        semantic = self._semantic.run(text, usable, initial_k)
-        fused = fuse(keyword, semantic, policy.fusion)
+        found = self.hybrid(decision.search_text, initial_k, kept_ids)
+        keyword, semantic, fused = found.keyword, found.semantic, found.fused
         stages = [
             StageRun("facets", bool(decision.applied), decision.describe()),
             StageRun(
