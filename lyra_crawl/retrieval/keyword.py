@@ -51,6 +51,11 @@ class KeywordIndex:
         bm25.index(self._words(self._texts), show_progress=False)
         self._bm25 = bm25
 
+    def coverage(self, question: str, texts: Sequence[str]) -> list[float]:
+        """The share of the question's (stemmed, non-stop) words each text has."""
+        asked, *found = (set(words) for words in self._words([question, *texts]))
+        return [len(asked & words) / len(asked) if asked else 0.0 for words in found]
+
     def scores(self, question: str) -> np.ndarray:
         """Each chunk's BM25 score for `question`; 0 for a chunk sharing no word with it."""
         if self._bm25 is None:

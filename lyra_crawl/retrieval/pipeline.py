@@ -179,7 +179,10 @@ class EvidenceSelector:
         usable = self.index.kept_chunks(kept_documents)
         keyword = self._keyword.run(text, usable, initial_k)
         semantic = self._semantic.run(text, usable, initial_k)
-        return Hybrid(keyword, semantic, fuse(keyword, semantic, self.index.policy.fusion))
+        fused = fuse(keyword, semantic, self.index.policy.fusion)
+        shares = self.index.keyword.coverage(text, [c.chunk.text for c in fused])
+        fused = [c.scored(keyword_coverage=s) for c, s in zip(fused, shares, strict=True)]
+        return Hybrid(keyword, semantic, fused)
 
     def select(
         self,
@@ -224,8 +227,9 @@ class EvidenceSelector:
         scored = self._cross_encoder.run(question, fused)
         rated = self._llm.run(question, scored.candidates)
         stages += [scored.run, rated.run]
-        final, reason = self._final.run(rated.candidates, stages, k)
-        stages.append(final.run)
+        choice = self._final.run(rated.candidates, stages, k)
+        stages.append(choice.run)
+        reason = choice.reason
         if not decision.kept and decision.applied:
             reason = f"the facets keep no document: {decision.note}"
         elif not fused:
@@ -235,8 +239,8 @@ class EvidenceSelector:
             conversation=conversation,
             facets=decision,
             stages=tuple(stages),
-            candidates=final.candidates,
-            hits=final.candidates[:k],
+            candidates=choice.candidates,
+            hits=choice.hits,
             reason=reason,
             corpus_version=self.index.version,
         )

@@ -22,6 +22,8 @@ class StageScores:
 
     keyword: float | None = None
     keyword_rank: int | None = None
+    # The share of the question's words the chunk has (what the no-CrossEncoder floor reads).
+    keyword_coverage: float | None = None
     semantic: float | None = None
     semantic_rank: int | None = None
     fused: float = 0.0

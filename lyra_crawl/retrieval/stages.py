@@ -104,23 +104,29 @@ class LlmRating:
         return Scored(kept, StageRun("llm", True, f"rated {len(rated)}; kept {len(kept)}", model))
 
 
+@dataclass(frozen=True)
+class Choice:
+    """Every candidate with its final score, best first; the hits; why there are none."""
+
+    candidates: tuple[Candidate, ...]
+    hits: tuple[Candidate, ...]
+    run: StageRun
+    reason: str
+
+
 class FinalChoice:
     """final = weighted mean of the min-max normalised scores of the stages that ran; top k.
 
-    Without a CrossEncoder, the semantic floor stands in for its threshold: a candidate that
-    shares no word with the question and scores below `semantic.floor` is dropped.
+    Without a CrossEncoder its threshold cannot say "no relevant evidence"; two floors do: no
+    candidate semantically close (`semantic.floor`) and none sharing most of the question's
+    words (`keyword.floor`) means there is none.
     """
 
     def __init__(self, policy: RetrievalPolicy) -> None:
         self._policy = policy
 
-    def run(
-        self, candidates: Sequence[Candidate], stages: Sequence[StageRun], k: int
-    ) -> tuple[Scored, str]:
+    def run(self, candidates: Sequence[Candidate], stages: Sequence[StageRun], k: int) -> Choice:
         ran = {stage.name for stage in stages if stage.ran}
-        floor = self._policy.semantic.floor
-        if "cross_encoder" not in ran:
-            candidates = [c for c in candidates if (c.scores.keyword or 0.0) > 0 or _over(c, floor)]
         weights = {
             "cross_encoder": self._policy.cross_encoder.weight,
             "llm": self._policy.llm.weight,
@@ -140,22 +146,31 @@ class FinalChoice:
         final = tuple(candidates[i].scored(final=finals[i]) for i in order)
         how = " + ".join(f"{w:g}·norm({name})" for name, w in used.items())
         run = StageRun("final", True, f"final = ({how}) / {total:g}; top {k}")
-        return Scored(final, run), "" if final else self._why_none(stages, floor)
+        if "cross_encoder" in ran:
+            detail = next(s.detail for s in stages if s.name == "cross_encoder")
+            reason = (
+                "" if final else f"every candidate is below the CrossEncoder threshold ({detail})"
+            )
+        else:
+            reason = self._below_floors(final) if final else ""
+        return Choice(final, () if reason else final[:k], run, reason)
 
-    @staticmethod
-    def _why_none(stages: Sequence[StageRun], floor: float) -> str:
-        by_name = {stage.name: stage for stage in stages}
-        cross_encoder = by_name["cross_encoder"]
-        if cross_encoder.ran:
-            return f"every candidate is below the CrossEncoder threshold ({cross_encoder.detail})"
-        return (
-            "no document shares a word with the question and none is semantically close "
-            f"(semantic floor {floor:g})"
+    def _below_floors(self, candidates: Sequence[Candidate]) -> str:
+        """Why no candidate is evidence by the floors, or "" when one is."""
+        semantic_floor = self._policy.semantic.floor
+        keyword_floor = self._policy.keyword.floor
+        closest = max(
+            (c.scores.semantic for c in candidates if c.scores.semantic is not None), default=None
         )
-
-
-def _over(candidate: Candidate, floor: float) -> bool:
-    return candidate.scores.semantic is not None and candidate.scores.semantic >= floor
+        shared = max(c.scores.keyword_coverage or 0.0 for c in candidates)
+        if (closest is not None and closest >= semantic_floor) or shared >= keyword_floor:
+            return ""
+        close = "none" if closest is None else f"{closest:.2f}"
+        return (
+            f"no document is semantically close (best {close} < semantic.floor "
+            f"{semantic_floor:g}) nor has most of the question's words (best {shared:.0%} < "
+            f"keyword.floor {keyword_floor:.0%})"
+        )
 
 
 def _normalised(values: list[float]) -> list[float]:
