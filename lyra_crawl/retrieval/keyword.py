@@ -22,6 +22,8 @@ class KeywordIndex:
         self._settings = settings
         self._texts: list[str] = []
         self._bm25: bm25s.BM25 | None = None
+        # The last question's words: scoring and coverage both read them.
+        self._asked: tuple[str, list[str]] = ("", [])
         if settings.stemmer == "none":
             self._stemmer, self._stopwords = None, None
         else:
@@ -51,16 +53,28 @@ class KeywordIndex:
         bm25.index(self._words(self._texts), show_progress=False)
         self._bm25 = bm25
 
-    def coverage(self, question: str, texts: Sequence[str]) -> list[float]:
-        """The share of the question's (stemmed, non-stop) words each text has."""
-        asked, *found = (set(words) for words in self._words([question, *texts]))
-        return [len(asked & words) / len(asked) if asked else 0.0 for words in found]
+    def coverage(self, question: str, rows: Sequence[int]) -> list[float]:
+        """The share of the question's (stemmed, non-stop) words each chunk `rows` names has."""
+        asked = set(self._question_words(question))
+        if self._bm25 is None or not asked:
+            return [0.0] * len(rows)
+        at = np.asarray(rows, dtype=np.int64)
+        found = np.zeros(len(at))
+        # A chunk has a word exactly when the word alone gives it a BM25 score above 0.
+        for token in self._bm25.get_tokens_ids(list(asked)):
+            found += self._bm25.get_scores([token])[at] > 0
+        return (found / len(asked)).tolist()
+
+    def _question_words(self, question: str) -> list[str]:
+        if self._asked[0] != question:
+            self._asked = (question, self._words([question])[0])
+        return self._asked[1]
 
     def scores(self, question: str) -> np.ndarray:
         """Each chunk's BM25 score for `question`; 0 for a chunk sharing no word with it."""
         if self._bm25 is None:
             return np.zeros(0, dtype=np.float32)
-        ids = self._bm25.get_tokens_ids(self._words([question])[0])
+        ids = self._bm25.get_tokens_ids(self._question_words(question))
         if not ids:
             return np.zeros(len(self._texts), dtype=np.float32)
         return np.asarray(self._bm25.get_scores(ids), dtype=np.float32)

@@ -114,6 +114,10 @@ class EvidenceIndex:
         self.semantic.add(chunks)
         return IndexUpdate(len(new) - replaced, replaced, unchanged, len(chunks))
 
+    def row(self, chunk: Chunk) -> int:
+        """The position of a live chunk in `chunks` (and in both retrievers' scores)."""
+        return self._rows[chunk.document.id][chunk.index]
+
     def kept_chunks(self, kept_documents: set[str] | None) -> np.ndarray:
         """Live chunks, of the `kept_documents` only when given."""
         if kept_documents is None:
@@ -180,7 +184,7 @@ class EvidenceSelector:
         keyword = self._keyword.run(text, usable, initial_k)
         semantic = self._semantic.run(text, usable, initial_k)
         fused = fuse(keyword, semantic, self.index.policy.fusion)
-        shares = self.index.keyword.coverage(text, [c.chunk.text for c in fused])
+        shares = self.index.keyword.coverage(text, [self.index.row(c.chunk) for c in fused])
         fused = [c.scored(keyword_coverage=s) for c, s in zip(fused, shares, strict=True)]
         return Hybrid(keyword, semantic, fused)
 

@@ -51,8 +51,14 @@ class WordLlamaEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._model.embedding.shape[1]), dtype=np.float32)
-        vectors = self._model.embed(list(texts), norm=False, batch_size=self._batch_size)
-        return _unit(vectors)
+        # A batch is padded to its longest text: batching texts of like length pads least.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = self._model.embed(
+            [texts[i] for i in order], norm=False, batch_size=self._batch_size
+        )
+        placed = np.empty_like(vectors)
+        placed[order] = vectors
+        return _unit(placed)
 
 
 class OnnxEmbedder:
