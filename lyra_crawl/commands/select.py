@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
@@ -25,19 +25,14 @@ from scrapy.exceptions import UsageError
 from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, RetrievalPolicy, load_config
-from lyra_crawl.retrieval import (
-    ConversationsInFolder,
-    CrossEncoder,
-    Document,
-    EvidenceIndex,
-    EvidenceSelector,
-    LlmEndpoint,
-    Selection,
-)
-from lyra_crawl.retrieval.collected import collected_documents
-from lyra_crawl.retrieval.corpus import CorpusError, read_corpus, read_questions
-from lyra_crawl.retrieval.facets import ConversationError
 from lyra_crawl.session.saved_pages import data_dir
+
+if TYPE_CHECKING:
+    from lyra_crawl.retrieval import Document, EvidenceSelector, LlmEndpoint, Selection
+
+# lyra_crawl.retrieval (numpy, tokenizers, bm25s: a quarter of a second) is imported when a
+# selection runs, not here: Scrapy imports every command module at the start of every command,
+# `scrapy crawl` too.
 
 CONVERSATIONS_FOLDER = "conversations"
 # Characters of a hit's text shown in the plain output.
@@ -88,6 +83,9 @@ class Command(ScrapyCommand):
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from lyra_crawl.retrieval.corpus import CorpusError
+        from lyra_crawl.retrieval.facets import ConversationError
+
         questions = self._questions(args, opts)
         for name in ("k", "initial_k"):
             value = getattr(opts, name)
@@ -116,6 +114,8 @@ class Command(ScrapyCommand):
         self.exitcode = 0 if any(s.hits for _, s in selections) else 1
 
     def _questions(self, args: list[str], opts: argparse.Namespace) -> list[tuple[str, str]]:
+        from lyra_crawl.retrieval.corpus import CorpusError, read_questions
+
         if opts.questions:
             if args:
                 raise UsageError("give the QUESTION or --questions FILE, not both")
@@ -128,6 +128,8 @@ class Command(ScrapyCommand):
         return [("", args[0])]
 
     def _llm(self, policy: RetrievalPolicy) -> LlmEndpoint | None:
+        from lyra_crawl.retrieval import LlmEndpoint
+
         url = (self.settings.get("LYRA_LLM_URL") or "").strip()
         if not url:
             return None
@@ -140,6 +142,8 @@ class Command(ScrapyCommand):
         return LlmEndpoint(url, model, self.settings.get("LYRA_LLM_API_KEY") or "")
 
     def _documents(self, opts: argparse.Namespace) -> list[Document]:
+        from lyra_crawl.retrieval.corpus import read_corpus
+
         if opts.corpus:
             return read_corpus(Path(opts.corpus))
         found = run_sync(with_backends(self.settings, lambda b: _stored_documents(b, opts)))
@@ -158,6 +162,13 @@ class Command(ScrapyCommand):
     def _selector(
         self, policy: RetrievalPolicy, documents: list[Document], llm: LlmEndpoint | None
     ) -> EvidenceSelector:
+        from lyra_crawl.retrieval import (
+            ConversationsInFolder,
+            CrossEncoder,
+            EvidenceIndex,
+            EvidenceSelector,
+        )
+
         cross_encoder = CrossEncoder(policy.cross_encoder) if policy.cross_encoder.model else None
         index = EvidenceIndex.build(documents, policy)
         folder = data_dir(self.settings) / CONVERSATIONS_FOLDER
@@ -177,6 +188,8 @@ class Command(ScrapyCommand):
 
 async def _stored_documents(backends: Backends, opts: argparse.Namespace) -> list[Document] | None:
     """The documents of the queries asked for; None when there is no such query."""
+    from lyra_crawl.retrieval.collected import collected_documents
+
     store = backends.store
     if opts.task:
         ids = await store.query_ids(task_id=opts.task)
