@@ -1,8 +1,9 @@
 """Papers as BibTeX, written by bibtexparser (v2): one entry per paper.
 
 `@article` with a venue (`journal`), else `@misc`. Text fields are LaTeX: its special characters
-are escaped (`\\%`, `\\&`, `\\textbackslash{}`, …), and braces become `\\textbraceleft{}` and
-`\\textbraceright{}`, since BibTeX counts every brace, escaped or not, to find a value's end.
+are escaped, each in a group of its own (`{\\%}`, `{\\&}`, `{\\textbackslash}`, …), and braces
+become `{\\textbraceleft}` and `{\\textbraceright}`, since BibTeX counts every brace, escaped or
+not, to find a value's end.
 Runs of characters LaTeX would join (`--`, ``` `` ```, `?``) are kept apart with `{}`. Letters of
 every script stay as they are (UTF-8; biber, JabRef and Zotero read it). Values are on one line.
 `url` and `doi` are verbatim fields: written as they are, but for the characters a BibTeX value
@@ -27,18 +28,20 @@ from lyra_crawl.reports.paper_export.names import AuthorName
 from lyra_crawl.reports.paper_export.records import ExportedPaper, joined, one_line
 from lyra_crawl.reports.paper_export.writer import PaperWriter
 
+# Each escape in braces of its own: BibTeX's name splitting (bibtexparser's too) then never
+# reads a backslash sequence as part of a separator.
 _LATEX = str.maketrans(
     {
-        "\\": r"\textbackslash{}",
-        "{": r"\textbraceleft{}",
-        "}": r"\textbraceright{}",
-        "$": r"\$",
-        "&": r"\&",
-        "%": r"\%",
-        "#": r"\#",
-        "_": r"\_",
-        "~": r"\textasciitilde{}",
-        "^": r"\textasciicircum{}",
+        "\\": r"{\textbackslash}",
+        "{": r"{\textbraceleft}",
+        "}": r"{\textbraceright}",
+        "$": r"{\$}",
+        "&": r"{\&}",
+        "%": r"{\%}",
+        "#": r"{\#}",
+        "_": r"{\_}",
+        "~": r"{\textasciitilde}",
+        "^": r"{\textasciicircum}",
     }
 )
 # Between two characters LaTeX would make one of (--, ---, ``, '', ?`, !`, <<, >>).
@@ -46,6 +49,7 @@ _LIGATURE = re.compile(r"(?<=[-`'<>?!])(?=[-`'<>])")
 _VERBATIM = str.maketrans({"{": "%7B", "}": "%7D", "\\": "%5C", " ": "%20"})
 _FORMAT = BibtexFormat()
 _FORMAT.indent = "  "
+_FORMAT.block_separator = "\n"
 _STACK = [
     AddEnclosingMiddleware(
         reuse_previous_enclosing=False, enclose_integers=False, default_enclosing="{"
@@ -57,7 +61,8 @@ class BibtexWriter(PaperWriter):
     def write(self, papers: Sequence[ExportedPaper]) -> None:
         library = bibtexparser.Library([entry(paper) for paper in papers])
         text = bibtexparser.write_string(library, unparse_stack=_STACK, bibtex_format=_FORMAT)
-        self.out.write(text + "\n\n")
+        if text:
+            self.out.write(text + "\n")
 
 
 def entry(paper: ExportedPaper) -> Entry:

@@ -50,7 +50,8 @@ class ExportedPaper:
 
     def provenance(self) -> list[str]:
         """Where the paper came from, one "name: value" line each."""
-        lines = [f"sources: {', '.join(self.sources)}", f"attribution: {self.attribution}"]
+        lines = [f"sources: {', '.join(self.sources)}"] if self.sources else []
+        lines.append(f"attribution: {self.attribution}")
         if self.first_rank is not None:
             lines.append(f"first rank: {self.first_rank}")
         return lines
