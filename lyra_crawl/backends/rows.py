@@ -12,6 +12,7 @@ backend's schema alone.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -160,10 +161,12 @@ def stored_paper(row: Row) -> StoredPaper:
 # The results of a task's, a batch's or one query's queries linked to a paper past a paper id
 # (paper id, task id, batch id, query id): FOUND_PAGE_IDS reads the ids of a page of papers
 # along serp_items' paper index, FOUND_PAPERS and FOUND_BY the page up to its last id (…, last).
+# CROSS JOIN keeps SQLite walking the paper index from the page's start (each page reads its own
+# results only); else it reads every result of the task's queries for every page, then sorts.
 _FOUND = (
-    "FROM serp_items AS item JOIN queries AS query ON query.id = item.query_id"
-    " WHERE item.paper_id > ? AND (query.task_id = ? OR query.batch_entry_id IN"
-    " (SELECT id FROM batch_entries WHERE batch_id = ?) OR query.id = ?)"
+    "FROM serp_items AS item CROSS JOIN queries AS query"
+    " WHERE query.id = item.query_id AND item.paper_id > ? AND (query.task_id = ? OR"
+    " query.batch_entry_id IN (SELECT id FROM batch_entries WHERE batch_id = ?) OR query.id = ?)"
 )
 FOUND_PAGE_IDS = (
     f"SELECT item.paper_id {_FOUND} GROUP BY item.paper_id ORDER BY item.paper_id LIMIT ?"
@@ -320,6 +323,7 @@ def health(engine: str, row: Row | None) -> Health:
     return Health(**values)
 
 
+@functools.cache
 def _field_names(record: type) -> tuple[str, ...]:
     return tuple(field.name for field in fields(record))
 
