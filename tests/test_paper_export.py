@@ -29,13 +29,17 @@ import pytest
 import pytest_twisted
 import rispy
 from bibtexparser.middlewares import SeparateCoAuthors, SplitNameParts
+from bibtexparser.middlewares.names import parse_single_name_into_parts
 from citeproc import Citation, CitationItem, CitationStylesBibliography, CitationStylesStyle
 from citeproc import formatter as citeproc_formatter
 from citeproc.source.json import CiteProcJSON
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 
 from lyra_crawl.backends.records import FoundPaper, StoredPaper
 from lyra_crawl.papers.facets import PaperFacets
+from lyra_crawl.reports.paper_export.names import AuthorName, author_name
 from lyra_crawl.reports.paper_export.records import exported
 from lyra_crawl.reports.paper_export.streaming import WRITERS
 from tests.conftest import query_db, run_crawl, run_scrapy, scrapy_env
@@ -445,6 +449,25 @@ def test_citation_keys_are_unique_ascii_and_the_same_in_every_format_and_run() -
         assert export(HOSTILE, form) == export(HOSTILE, form)
     assert [item["id"] for item in json.loads(export(HOSTILE, "csljson"))] == keys[:5]
     assert [ref["id"] for ref in rispy.loads(export(HOSTILE, "ris"))] == keys[:5]
+
+
+@given(
+    st.lists(
+        st.text(alphabet="aAbBeEzZéÉøØßİı王山-'.", min_size=1, max_size=6), min_size=1, max_size=5
+    )
+)
+def test_a_name_splits_as_bibtex_splits_it(words: list[str]) -> None:
+    # author_name reads most names without the library's scan: it must split them the same.
+    name = " ".join(words)
+    assume(" and " not in f" {name.lower()} " and not re.fullmatch(r".+ [A-Z]{1,3}", name))
+    parts = parse_single_name_into_parts(name)
+
+    assert author_name.__wrapped__(name) == AuthorName(
+        family=" ".join(parts.last),
+        given=" ".join(parts.first),
+        suffix=" ".join(parts.jr),
+        particle=" ".join(parts.von),
+    )
 
 
 def test_facets_keep_the_papers_in_the_year_range_of_the_named_sources_and_kinds() -> None:

@@ -45,7 +45,9 @@ _LATEX = str.maketrans(
     }
 )
 # Between two characters LaTeX would make one of (--, ---, ``, '', ?`, !`, <<, >>).
-_LIGATURE = re.compile(r"(?<=[-`'<>?!])(?=[-`'<>])")
+_LIGATURE = re.compile(r"([-`'<>?!])(?=[-`'<>])")
+# Either of the above: most text has neither, and is left as it is after one quick scan.
+_SPECIAL = re.compile(r"[\\{}$&%#_~^]|[-`'<>?!][-`'<>]")
 _VERBATIM = str.maketrans({"{": "%7B", "}": "%7D", "\\": "%5C", " ": "%20"})
 _FORMAT = BibtexFormat()
 _FORMAT.indent = "  "
@@ -89,7 +91,10 @@ def entry(paper: ExportedPaper) -> Entry:
 
 def latex(text: str) -> str:
     """`text` as LaTeX on one line: every special character escaped."""
-    return _LIGATURE.sub("{}", one_line(text).translate(_LATEX))
+    text = one_line(text)
+    if _SPECIAL.search(text) is None:
+        return text
+    return _LIGATURE.sub(r"\1{}", text.translate(_LATEX))
 
 
 def verbatim(text: str) -> str:

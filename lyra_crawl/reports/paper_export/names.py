@@ -9,18 +9,17 @@ and the initials ("Smith JR"): read as "Smith, JR". A name BibTeX would not read
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from bibtexparser.middlewares.names import InvalidNameError, parse_single_name_into_parts
 
 # PubMed's form: a family name, then up to three capital initials.
 _INITIALS_LAST = re.compile(r"^(?P<family>[^,]+?) (?P<initials>[A-Z]{1,3})$")
-_UNSPLITTABLE = re.compile(r"[{}\\]|\band\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class AuthorName:
+class AuthorName(NamedTuple):
     """One author: `family` (with its particle, e.g. "van Beethoven"), `given`, `suffix`
     ("Jr."); a literal name (an organisation, a name BibTeX cannot split) has only `literal`."""
 
@@ -43,13 +42,35 @@ class AuthorName:
         return ", ".join(filter(None, (self.family_name, self.given, self.suffix)))
 
 
+def _unsplittable(name: str) -> bool:
+    """Whether BibTeX would not read `name` as one person's name."""
+    return (
+        "{" in name
+        or "}" in name
+        or "\\" in name
+        or name.count(",") > 2
+        or " and " in f" {name.lower()} "
+    )
+
+
+def _capitalised(initials: str) -> bool:
+    """Whether every word starts with a letter, none of them in lower case."""
+    return initials.isalpha() and initials == initials.upper()
+
+
+@functools.lru_cache(maxsize=65_536)
 def author_name(display: str) -> AuthorName:
     """`display` split into its parts; whitespace runs become one space."""
-    name = " ".join(display.split())
-    if _UNSPLITTABLE.search(name) or name.count(",") > 2:
+    words = display.split()
+    name = " ".join(words)
+    if _unsplittable(name):
         return AuthorName(literal=name)
     if pubmed := _INITIALS_LAST.match(name):
         name = f"{pubmed['family']}, {pubmed['initials']}"
+    elif "," not in name and _capitalised("".join([word[0] for word in words])):
+        # What BibTeX's split gives a name of capitalised words and no comma (most names),
+        # without its character-by-character scan: the last word is the family name.
+        return AuthorName(family=words[-1], given=" ".join(words[:-1]))
     try:
         parts = parse_single_name_into_parts(name)
     except InvalidNameError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from lyra_crawl.backends.records import FoundPaper
 from lyra_crawl.reports.paper_export.names import AuthorName, author_name
@@ -22,12 +22,12 @@ from lyra_crawl.reports.paper_export.names import AuthorName, author_name
 URL_KINDS = ("landing", "doi", "arxiv", "pubmed", "result", "pdf")
 # Title words a citation key skips.
 _KEY_STOPWORDS = frozenset({"a", "an", "and", "for", "from", "in", "of", "on", "the", "to", "with"})
+_NOT_KEY = re.compile("[^a-z0-9]")
 # Control characters no format carries well (a stray one makes some readers drop the file).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
 
 
-@dataclass(frozen=True)
-class ExportedPaper:
+class ExportedPaper(NamedTuple):
     """One canonical paper to export. Text is free of control characters; `keywords` are the
     texts of the queries that found it; `first_rank` its best place among their results."""
 
@@ -60,7 +60,9 @@ class ExportedPaper:
 def exported(found: FoundPaper) -> ExportedPaper:
     paper = found.paper
     title = clean(paper.title)
-    authors = tuple(author_name(clean(name)) for name in paper.authors if clean(name).strip())
+    authors = tuple(
+        author_name(name) for name in map(clean, paper.authors) if name and not name.isspace()
+    )
     return ExportedPaper(
         paper_id=paper.id,
         key=citation_key(paper.id, authors, paper.year, title),
@@ -85,7 +87,8 @@ def exported(found: FoundPaper) -> ExportedPaper:
 
 def clean(text: str) -> str:
     """`text` without control characters (tabs and line breaks stay)."""
-    return _CONTROL.sub("", text)
+    # isprintable() is true of most text and far quicker than any scan for what is not.
+    return text if text.isprintable() else _CONTROL.sub("", text)
 
 
 def clean_or_none(text: str | None) -> str | None:
@@ -124,4 +127,4 @@ def citation_key(
 def _ascii_word(text: str) -> str:
     """The ASCII letters and digits of `text`, accents dropped, in lower case."""
     decomposed = unicodedata.normalize("NFKD", text)
-    return re.sub(r"[^a-z0-9]", "", decomposed.encode("ascii", "ignore").decode().lower())
+    return _NOT_KEY.sub("", decomposed.encode("ascii", "ignore").decode().lower())

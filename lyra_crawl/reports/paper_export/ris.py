@@ -28,9 +28,9 @@ class _Writer(rispy.RisWriter):
 
 class RisWriter(PaperWriter):
     def write(self, papers: Sequence[ExportedPaper]) -> None:
-        writer = _Writer()
-        for paper in papers:
-            writer.format_lines(self.out, [reference(paper)])
+        if papers:
+            # rispy puts an empty line between the references it is given; one more ends them.
+            _Writer().format_lines(self.out, [reference(paper) for paper in papers])
             self.out.write("\n")
 
 
