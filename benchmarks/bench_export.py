@@ -67,25 +67,40 @@ def run(shared_dir: pathlib.Path) -> dict[str, float]:
     return figures
 
 
+# The command in a process of its own that, as it exits, writes its peak resident memory (VmHWM:
+# the peak of this program's memory alone; a child's rusage would count the benchmark's own
+# memory, which the child shares from its fork until it runs the command).
+_COMMAND = (
+    "import atexit, sys\n"
+    "from scrapy.cmdline import execute\n"
+    "def peak():\n"
+    "    status = open('/proc/self/status').read()\n"
+    "    sys.stderr.write('VmHWM ' + status.split('VmHWM:')[1].split()[0] + '\\n')\n"
+    "atexit.register(peak)\n"
+    "execute(['scrapy', 'export-papers', *sys.argv[1:]])\n"
+)
+
+
 def _export(
     db: pathlib.Path, target: pathlib.Path, scope: tuple[str, ...]
 ) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MB) of one `scrapy export-papers` process."""
     started = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "export-papers", *scope, "-o", str(target)],
+        [sys.executable, "-c", _COMMAND, *scope, "-o", str(target)],
         cwd=ROOT,
         env={**os.environ, "LYRA_DB_PATH": str(db)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        text=True,
     )
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    error = process.stderr.read().decode() if process.stderr else ""
-    if process.returncode != 0:
+    error = process.stderr.read() if process.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"export-papers {' '.join(scope)} failed: {error}")
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    peak_kb = int(error.rsplit("VmHWM ", 1)[1].split()[0])
+    return seconds, usage.ru_utime + usage.ru_stime, peak_kb / 1024
 
 
 async def _fill(backends: Backends) -> int:

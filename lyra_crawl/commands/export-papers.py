@@ -9,7 +9,8 @@ names it (.ris, .bib, .json, .csv). The facets (lyra_crawl.papers.facets) keep t
 published in a year range, found by one of the named sources (engines.yaml's names), with one of
 the attributions or kinds of evidence named. Reads the store (LYRA_DB_URL) and LYRA_CONFIG_DIR.
 The count of papers written goes to standard error. Exit status 1 when the task, batch or query
-is not in the store, 2 when an argument is wrong or the store or config cannot be read.
+is not in the store, 2 when an argument is wrong, the store or config cannot be read or FILE
+cannot be written.
 
 The module's name has a hyphen (see parse-serp.py): Scrapy names the command after it.
 """
@@ -83,7 +84,11 @@ class Command(ScrapyCommand):
         if writer_format is None:
             raise UsageError(
                 f"--format is needed ({', '.join(WRITERS)}): "
-                + (f"{opts.output!r} has no suffix that names one" if opts.output else "stdout")
+                + (
+                    f"{opts.output!r} has no suffix that names one"
+                    if opts.output
+                    else "it names what standard output gets"
+                )
             )
         try:
             facets = PaperFacets(
@@ -105,6 +110,10 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 2
             return
+        except OSError as exc:
+            print(f"error: cannot write {opts.output!r}: {exc.strerror or exc}", file=sys.stderr)
+            self.exitcode = 2
+            return
         if counts is None:
             print(f"error: {scope} is not in the store (LYRA_DB_URL)", file=sys.stderr)
             self.exitcode = 1
@@ -114,7 +123,9 @@ class Command(ScrapyCommand):
         print(f"wrote {written} of {found} papers of {scope} to {where}", file=sys.stderr)
 
     def _sources(self, named: list[str]) -> frozenset[str]:
-        sources = frozenset(name.strip() for names in named for name in names.split(",") if name)
+        sources = frozenset(
+            name for names in named for name in map(str.strip, names.split(",")) if name
+        )
         if not sources:
             return sources
         try:
@@ -137,13 +148,12 @@ class Command(ScrapyCommand):
         opts: argparse.Namespace,
     ) -> tuple[int, int] | None:
         store = backends.store
-        known = (
-            await store.query_ids(task_id=scope.task_id)
-            if scope.task_id is not None
-            else await store.batch(scope.batch_id)
-            if scope.batch_id is not None
-            else await store.query(scope.query_id)  # type: ignore[arg-type]
-        )
+        if scope.task_id is not None:
+            known: object = await store.query_ids(task_id=scope.task_id)
+        elif scope.batch_id is not None:
+            known = await store.batch(scope.batch_id)
+        else:
+            known = scope.query_id is not None and await store.query(scope.query_id)
         if not known:
             return None
         if opts.output is None:

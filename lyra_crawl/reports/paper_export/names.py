@@ -58,7 +58,7 @@ def _capitalised(initials: str) -> bool:
     return initials.isalpha() and initials == initials.upper()
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=4096)
 def author_name(display: str) -> AuthorName:
     """`display` split into its parts; whitespace runs become one space."""
     words = display.split()
