@@ -54,8 +54,9 @@ def _unsplittable(name: str) -> bool:
 
 
 def _capitalised(initials: str) -> bool:
-    """Whether every word starts with a letter, none of them in lower case."""
-    return initials.isalpha() and initials == initials.upper()
+    """Whether every word starts with a capital letter (not a digit, a mark or a letter of a
+    script without case: the library decides those)."""
+    return all(map(str.isupper, initials))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -67,7 +68,7 @@ def author_name(display: str) -> AuthorName:
         return AuthorName(literal=name)
     if pubmed := _INITIALS_LAST.match(name):
         name = f"{pubmed['family']}, {pubmed['initials']}"
-    elif "," not in name and _capitalised("".join([word[0] for word in words])):
+    elif words and "," not in name and _capitalised("".join([word[0] for word in words])):
         # What BibTeX's split gives a name of capitalised words and no comma (most names),
         # without its character-by-character scan: the last word is the family name.
         return AuthorName(family=words[-1], given=" ".join(words[:-1]))
