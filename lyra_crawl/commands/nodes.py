@@ -31,6 +31,7 @@ DEFAULT_TIMEOUT_S = 120.0
 
 class Command(ScrapyCommand):
     requires_project = True
+    requires_crawler_process = False
 
     def syntax(self) -> str:
         return "--scrapyd URL[,URL...]"
