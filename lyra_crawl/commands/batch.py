@@ -6,7 +6,11 @@ ONE crawl (`scrapy crawl serp -a batch=ID`): one crawler, one downloader, one st
 however many queries, at most `--concurrency` of them running at once. With --processes that
 crawl runs in N processes here (lyra_crawl.batch.workers), given this command's settings; with
 --scrapyd it is one Scrapyd job per node given, and the command waits for them, printing their
-states; the jobs get this run's LYRA_* settings, so they write to the store this command reads.
+states; the jobs get this run's LYRA_* settings, so they write to the store this command reads,
+and where that store and the coordinator are when their URLs hold a password (a node takes those
+from its own environment, and its job refuses to start when they name another place or none:
+lyra_crawl.batch.targets). A refused job is printed as `refused` with its reason, read from the
+job's log.
 Either way each crawl takes entries from the store under a lease as it has room
 (lyra_crawl.session.launch).
 
@@ -19,8 +23,10 @@ Running the same file again while its batch is unfinished (killed, stopped) cont
 `--resume ID` does by the batch's id (the file is not read again): done entries are skipped, the
 others run; a batch with nothing left to run is only summed up. Entries with a fresh cache entry
 are skipped when the batch is recorded. A bad entry is reported with its position and the rest
-still run. Exit status: 0 when every entry succeeded, 1 when any failed or was rejected, 2 when
-the file, config or store is unusable (or the batch to resume is not in the store).
+still run. Exit status: 0 when every entry succeeded, 1 when any failed or was rejected (or a
+crawl process crashed, or a Scrapyd job refused to start: when every one did, the command says so
+and ends), 2 when the file, config or store is unusable (or the batch to resume is not in the
+store).
 """
 
 from __future__ import annotations
