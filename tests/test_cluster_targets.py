@@ -23,7 +23,7 @@ from scrapyd_client.pyclient import ScrapydClient
 from lyra_crawl.batch.scrapyd import job_refusal, job_settings, schedule_crawl, wait_for_jobs
 from tests.conftest import ROOT, edited_config, run_scrapy
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
-from tests.servers.postgres import PostgresServer
+from tests.servers.postgres import PostgresServer, new_database
 from tests.servers.redis import PASSWORD, RedisServer, running_redis
 from tests.test_cluster import (
     JOB_TIMEOUT_S,
@@ -54,11 +54,8 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def database(postgres_server: PostgresServer) -> Iterator[str]:
-    with postgres_server.admin() as admin:
-        admin.execute(f"CREATE DATABASE {DATABASE} OWNER lyra")
-    yield postgres_server.url(DATABASE)
-    with postgres_server.admin() as admin:
-        admin.execute(f"DROP DATABASE {DATABASE} WITH (FORCE)")
+    with new_database(postgres_server, DATABASE) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
