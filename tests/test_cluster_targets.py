@@ -327,3 +327,14 @@ def test_scrapy_nodes_says_a_node_cannot_reach_the_coordinator(cluster, shared, 
     assert error.startswith(f"error: {cluster.ready[0].url}: LYRA_COORDINATION_URL redis://")
     assert "unreachable" in error
     assert result.stdout.splitlines()[-1] == "0 of 1 nodes ready"
+
+
+def test_scrapy_nodes_says_which_node_it_could_not_ask(refused_port, shared):
+    node = f"http://127.0.0.1:{refused_port}"
+
+    result = run_scrapy("nodes", "--scrapyd", node, env=shared)
+
+    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
+    (error,) = result.stderr.splitlines()
+    assert error.startswith(f"error: {node}: Scrapyd at {node} refused to schedule node_check")
+    assert result.stdout.splitlines() == ["0 of 1 nodes ready"]

@@ -20,9 +20,11 @@ from scrapyd_client.exceptions import ErrorResponse, MalformedResponse
 from scrapyd_client.pyclient import ScrapydClient
 
 from lyra_crawl.backends import absolute_url, redact_url, sqlite_path, urls_from_settings
-from lyra_crawl.batch.targets import REFUSED, expected_targets
+from lyra_crawl.batch.targets import REFUSED, NodeReport, expected_targets
 
 SPIDER = "serp"
+# What `scrapy nodes` schedules (lyra_crawl.spiders.node_check).
+NODE_CHECK = "node_check"
 # Settings that hold a secret whatever their value (LYRA_S2_API_KEY, LYRA_OPENALEX_API_KEY).
 SECRET_SUFFIX = "_API_KEY"
 FINISHED = "finished"
@@ -110,6 +112,47 @@ def job_refusal(job: Job, project: str) -> str | None:
         if marker:
             return reason.strip()
     return None
+
+
+def check_nodes(
+    nodes: Collection[str], project: str, settings: JobSettings, *, timeout: float
+) -> dict[str, NodeReport | str]:
+    """Schedule a node_check job on each node and wait for them: each node's report, or what
+    kept it from giving one."""
+    found: dict[str, NodeReport | str] = {}
+    jobs: list[Job] = []
+    for url in nodes:
+        try:
+            jobs.append(schedule_crawl(ScrapydClient(url), project, {}, settings, NODE_CHECK))
+        except SchedulingError as exc:
+            found[url] = str(exc)
+    try:
+        states = wait_for_jobs(jobs, project, poll_interval=0.5, timeout=timeout)
+    except SchedulingError as exc:
+        found.update((job.client.url, str(exc)) for job in jobs)
+        jobs, states = [], {}
+    for job in jobs:
+        if states.get(job.id) != FINISHED:
+            found[job.client.url] = (
+                f"its {NODE_CHECK} job {job.id} did not finish within {timeout:.0f} s "
+                f"({states.get(job.id)}): is every process slot of the node busy?"
+            )
+            continue
+        try:
+            found[job.client.url] = _node_report(job, project)
+        except SchedulingError as exc:
+            found[job.client.url] = str(exc)
+    return {url: found[url] for url in nodes}
+
+
+def _node_report(job: Job, project: str) -> NodeReport | str:
+    report = NodeReport.from_log(job_log(job, project) or "")
+    if report is not None:
+        return report
+    return job_refusal(job, project) or (
+        f"its {NODE_CHECK} job {job.id} left no report in its log: is the node's Scrapyd "
+        "logs_dir set, and this version of the project deployed there (scrapyd-deploy)?"
+    )
 
 
 def wait_for_jobs(

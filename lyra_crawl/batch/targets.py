@@ -154,6 +154,10 @@ class NodeReport:
     def ready(self) -> bool:
         return all(found.ready for found in self.backends)
 
+    def problems(self) -> str:
+        """Why the node is not ready, and the fixes; empty when it is."""
+        return "; ".join(found.problem for found in self.backends if found.problem)
+
     def lines(self, node: str) -> list[str]:
         """The report for people: the node, then its store and its coordinator."""
         lines = [f"{node} (host {self.host}): {'ready' if self.ready else 'NOT READY'}"]

@@ -22,7 +22,6 @@ from scrapy.utils.conf import get_config
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.batch.targets import NodeReport
 from lyra_crawl.commands.batch import scrapyd_nodes
-from lyra_crawl.spiders.node_check import NodeCheckSpider
 
 EXIT_NOT_READY = 1
 EXIT_BAD_INPUT = 2
@@ -59,26 +58,15 @@ class Command(ScrapyCommand):
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        # Imported here: every `scrapy` command imports this module, and scrapyd-client with
-        # requests takes 20-60 ms.
-        from scrapyd_client.pyclient import ScrapydClient
-
-        from lyra_crawl.batch.scrapyd import (
-            FINISHED,
-            Job,
-            SchedulingError,
-            job_log,
-            job_refusal,
-            job_settings,
-            schedule_crawl,
-            wait_for_jobs,
-        )
-
         if args:
             raise UsageError("scrapy nodes takes no arguments: give the nodes with --scrapyd")
         nodes = scrapyd_nodes(opts.scrapyd or "")
         if not nodes:
             raise UsageError("--scrapyd needs a URL, or several separated by commas")
+        # Imported here: every `scrapy` command imports this module, and scrapyd-client with
+        # requests takes 20-60 ms.
+        from lyra_crawl.batch.scrapyd import check_nodes, job_settings
+
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
         try:
             settings = job_settings(self.settings)
@@ -86,51 +74,14 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_BAD_INPUT
             return
-
-        problems: dict[str, str] = {}
-        jobs: list[Job] = []
-        for url in nodes:
-            try:
-                jobs.append(
-                    schedule_crawl(ScrapydClient(url), project, {}, settings, NodeCheckSpider.name)
-                )
-            except SchedulingError as exc:
-                problems[url] = str(exc)
-        ready = 0
-        try:
-            states = wait_for_jobs(jobs, project, poll_interval=0.5, timeout=opts.timeout)
-        except SchedulingError as exc:
-            problems.update((job.client.url, str(exc)) for job in jobs)
-            states = {}
-        for job in jobs:
-            url = job.client.url
-            if url in problems:
-                continue
-            if states.get(job.id) != FINISHED:
-                problems[url] = (
-                    f"its node_check job {job.id} did not finish within {opts.timeout:.0f} s "
-                    f"({states.get(job.id)}): is the node's every process slot busy?"
-                )
-                continue
-            try:
-                report = NodeReport.from_log(job_log(job, project) or "")
-                refusal = None if report is not None else job_refusal(job, project)
-            except SchedulingError as exc:
-                problems[url] = str(exc)
-                continue
-            if report is None:
-                problems[url] = refusal or (
-                    f"its node_check job {job.id} left no report (is its Scrapyd's logs_dir "
-                    "set, and this version of the project deployed there? scrapyd-deploy)"
-                )
-                continue
-            print("\n".join(report.lines(url)))
-            if report.ready:
-                ready += 1
-            else:
-                problems[url] = "; ".join(b.problem for b in report.backends if b.problem)
-        for url in nodes:
-            if url in problems:
-                print(f"error: {url}: {problems[url]}", file=sys.stderr)
+        checks = check_nodes(nodes, project, settings, timeout=opts.timeout)
+        for url, found in checks.items():
+            if isinstance(found, NodeReport):
+                print("\n".join(found.lines(url)))
+        for url, found in checks.items():
+            problem = found.problems() if isinstance(found, NodeReport) else found
+            if problem:
+                print(f"error: {url}: {problem}", file=sys.stderr)
+        ready = sum(isinstance(found, NodeReport) and found.ready for found in checks.values())
         print(f"{ready} of {len(nodes)} nodes ready")
         self.exitcode = 0 if ready == len(nodes) else EXIT_NOT_READY
