@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import pathlib
 import statistics
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -37,6 +36,7 @@ from extruct.utils import parse_xmldom_html
 from parsel import Selector
 from w3lib.encoding import html_to_unicode
 
+from benchmarks.bench_parse import median_seconds
 from lyra_crawl.papers.landing import LandingOutcome, read_abstract
 from lyra_crawl.papers.landing_structured import microdata_fields, rdfa_fields
 
@@ -60,15 +60,6 @@ def source_of(field: str) -> str:
     metadata."""
     prefix = field.split(":", 1)[0]
     return prefix if prefix in SOURCES else "metadata"
-
-
-def _median_seconds(work: Callable[[], object], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _all(fields: Callable[..., Iterator[object]], root: object) -> list[object]:
@@ -98,14 +89,14 @@ def run(shared_dir: pathlib.Path, rounds: int = 9) -> dict[str, float]:
         root = parse().root
         parse()
         read()  # warm caches (compiled XPath, imports) before timing
-        parse_s = _median_seconds(parse, rounds)
-        read_s = _median_seconds(read, rounds)
+        parse_s = median_seconds(parse, rounds)
+        read_s = median_seconds(read, rounds)
         read_ms.append(read_s * 1000)
         ratios.append(read_s / parse_s)
         microdata = partial(_all, microdata_fields, root)
-        microdata_ms.append(_median_seconds(microdata, rounds) * 1000)
-        rdfa_ms.append(_median_seconds(partial(_all, rdfa_fields, root), rounds) * 1000)
-        rdfa_everywhere_ms.append(_median_seconds(partial(_rdfa_everywhere, root), 3) * 1000)
+        microdata_ms.append(median_seconds(microdata, rounds) * 1000)
+        rdfa_ms.append(median_seconds(partial(_all, rdfa_fields, root), rounds) * 1000)
+        rdfa_everywhere_ms.append(median_seconds(partial(_rdfa_everywhere, root), 3) * 1000)
     figures = {
         f"landing_abstracts.{key}": float(counts[key])
         for key in ("pages", "showing_one", *SOURCES, "missed", "read_without_one")

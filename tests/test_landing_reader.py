@@ -196,3 +196,23 @@ def test_the_metadata_wins_and_the_body_is_not_read_when_it_holds_the_abstract()
     )
 
     assert read(html) == ("abstract", "citation_abstract", PEAT)
+
+
+def test_empty_meta_tags_give_way_to_the_body() -> None:
+    """An older HighWire (bioRxiv) layout ships its abstract meta tags empty."""
+    html = body_page(
+        '<div class="section abstract" id="abstract-1"><h2>Abstract</h2>'
+        f'<p id="p-2">{PEAT}</p></div>',
+        head='<meta name="citation_abstract" content=""><meta name="DC.Description" content="">'
+        '<meta property="og:description" content="">',
+    )
+
+    found = read_abstract(html, min_chars=100)
+
+    assert (found.outcome, found.field, found.abstract) == (
+        LandingOutcome.ABSTRACT,
+        "body:div#abstract-1",
+        PEAT,
+    )
+    verdicts = [(v.field, v.outcome.value) for v in judge_fields(html, min_chars=100)]
+    assert verdicts[0] == ("citation_abstract", "too_short")
