@@ -96,7 +96,9 @@ def run(shared_dir: pathlib.Path, rounds: int = 9) -> dict[str, float]:
         microdata = partial(_all, microdata_fields, root)
         microdata_ms.append(median_seconds(microdata, rounds) * 1000)
         rdfa_ms.append(median_seconds(partial(_all, rdfa_fields, root), rounds) * 1000)
-        rdfa_everywhere_ms.append(median_seconds(partial(_rdfa_everywhere, root), 3) * 1000)
+        rdfa_everywhere_ms.append(
+            median_seconds(partial(_rdfa_everywhere, root), min(rounds, 3)) * 1000
+        )
     figures = {
         f"landing_abstracts.{key}": float(counts[key])
         for key in ("pages", "showing_one", *SOURCES, "missed", "read_without_one")
