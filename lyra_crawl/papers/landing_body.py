@@ -4,9 +4,9 @@ The parts of the body that say they are the abstract, most explicit first:
 
 1. an element with `role="doc-abstract"` (DPUB-ARIA);
 2. an element whose id or class names it the abstract (`#abstract`, `section.abstract`,
-   `div.abstractSection`, `div.hlFld-Abstract`, `itemprop`-less IOP `wd-jnl-art-abstract`, …),
-   innermost first: a container that also holds the Highlights or the abstract in another
-   language comes after the block that is the abstract alone;
+   `div.abstractSection`, `div.hlFld-Abstract`, `div.wd-jnl-art-abstract`, …), innermost
+   first: a container that also holds the Highlights or the abstract in another language
+   comes after the block that is the abstract alone;
 3. a heading "Abstract" and what follows it up to the next heading of its level.
 
 Within each, what is not the abstract is left out: blocks named or headed Highlights,
