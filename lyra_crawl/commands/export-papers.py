@@ -11,8 +11,6 @@ the attributions or kinds of evidence named. Reads the store (LYRA_DB_URL) and L
 The count of papers written goes to standard error. Exit status 1 when the task, batch or query
 is not in the store, 2 when an argument is wrong, the store or config cannot be read or FILE
 cannot be written.
-
-The module's name has a hyphen (see parse-serp.py): Scrapy names the command after it.
 """
 
 from __future__ import annotations
