@@ -168,6 +168,12 @@ class Layout:
     date: Strings = ()
     # The pager's current page number (a mismatch with the page asked for is a soft block).
     current_page: Strings = ()
+    # The element the results sit in, each in a block of its own one level below it (the real
+    # pages' guard checks every result against it); the first alternative found is the one.
+    container: Strings = ()
+    # Heads of the modules inside the container (a module's heading, a question's toggle):
+    # everything after a head, beside it in its parent, is the module's and never a result.
+    modules: Strings = ()
 
 
 def _layouts(node: Any) -> Any:
