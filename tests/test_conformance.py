@@ -113,6 +113,45 @@ def test_google_module_links_are_no_results_whatever_the_class_names(name, in_mo
     ]
 
 
+@pytest.mark.parametrize(
+    ("engine", "root", "rel", "status", "challenge"),
+    [
+        (
+            "brave",
+            "shared",
+            "serp/duckduckgo/celina-ddg-lite-anomaly-captcha-2026-07.html",
+            200,
+            "challenge-form",
+        ),
+        (
+            "mojeek",
+            "shared",
+            "serp/bing/wsm-bing-captcha-one-last-step-2026-04.html",
+            200,
+            "captcha",
+        ),
+        (
+            "startpage",
+            "project",
+            "serp/google/unlimproxy-google-sorry-captcha-2026-07.html",
+            403,
+            "captcha-form",
+        ),
+    ],
+)
+def test_a_challenge_no_marker_of_the_engine_names_is_a_captcha_by_its_challenge(
+    engine, root, rel, status, challenge
+) -> None:
+    path = (REALWORLD_DIR if root == "shared" else PROJECT_DIR) / rel
+    if not path.is_file():
+        pytest.skip(f"real page not found at {path} (set LYRA_REALWORLD_DIR)")
+
+    result = parse_page(CONFIG.engine(engine), path.read_bytes(), 1, status=status)
+
+    assert result.outcome is Outcome.CAPTCHA
+    assert challenge in result.detail
+
+
 def test_arxiv_error_feed_is_an_error_even_with_status_200() -> None:
     rel = "serp/arxiv/arxivpy-id-abc-error-http400-2026-04.atom.xml"
     result = parse_file(rel, {"engine": "arxiv"})

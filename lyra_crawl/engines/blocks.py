@@ -24,13 +24,19 @@ STATUS_BLOCKS = {429: Outcome.RATE_LIMITED}
 # captcha-wrap, Brave's captcha card). Only a page without results is looked at: a results page
 # may load such a script for a form of its own.
 CHALLENGE_EVIDENCE = (
-    "//form[contains(@action, 'captcha') or contains(@action, 'challenge')]",
-    "//*[contains(@id, 'captcha') or contains(@class, 'captcha')"
-    " or contains(@id, 'challenge-form') or contains(@class, 'cf-turnstile')]",
-    "//script[contains(@src, 'captcha') or contains(@src, 'challenge')"
-    " or contains(@src, 'turnstile') or contains(@src, 'altcha')]",
-    "//iframe[contains(@src, 'captcha') or contains(@src, 'challenge')]",
-    "//altcha-widget",
+    ("a challenge form", "//form[contains(@action, 'captcha') or contains(@action, 'challenge')]"),
+    (
+        "a CAPTCHA element",
+        "//*[contains(@id, 'captcha') or contains(@class, 'captcha')"
+        " or contains(@id, 'challenge-form') or contains(@class, 'cf-turnstile')]",
+    ),
+    (
+        "a challenge script",
+        "//script[contains(@src, 'captcha') or contains(@src, 'challenge')"
+        " or contains(@src, 'turnstile') or contains(@src, 'altcha')]",
+    ),
+    ("a challenge frame", "//iframe[contains(@src, 'captcha') or contains(@src, 'challenge')]"),
+    ("an ALTCHA widget", "//altcha-widget"),
 )
 
 
@@ -55,8 +61,20 @@ def detect_block(
 
 
 def challenge_evidence(page: Selector | None) -> str:
-    """Which challenge the page holds (CHALLENGE_EVIDENCE), said for a detail; '' when none."""
-    return found_marker("", page, (), CHALLENGE_EVIDENCE)
+    """The challenge the page holds (CHALLENGE_EVIDENCE), said for a detail; '' when none."""
+    if page is None:
+        return ""
+    for name, xpath in CHALLENGE_EVIDENCE:
+        found = page.xpath(xpath)
+        if found:
+            attributes = found[0].root.attrib
+            named = " ".join(
+                f"{key}={attributes[key][:60]!r}"
+                for key in ("id", "class", "action", "src")
+                if key in attributes
+            )
+            return f"{name}, <{found[0].root.tag} {named}>" if named else name
+    return ""
 
 
 def answer_block(spec: EngineSpec, status: int, url: str) -> tuple[Outcome, str] | None:
