@@ -94,6 +94,7 @@ GOOGLE_MODULE_PAGES = {
     "serpparser-google-kp-wholepage-matrix-2023-05.html": 0,
     "codechallenge-google-local-pack-coffee-2023-07.html": 0,
     "codechallenge-google-sitelinks-ferrari-2022-02.html": 0,
+    "codechallenge-google-video-results-calculator-2023-07.html": 0,
 }
 
 
