@@ -279,10 +279,16 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
         if not spec.parse:
             raise problem("is missing: add the XPath rules of the engine's result page", "parse")
         for index, layout in enumerate(spec.parse):
+            at = ("parse",) if len(spec.parse) == 1 else ("parse", index)
             for rule in REQUIRED_HTML_RULES:
                 if not getattr(layout, rule):
-                    at = ("parse", rule) if len(spec.parse) == 1 else ("parse", index, rule)
-                    raise problem("is missing: add an XPath", *at)
+                    raise problem("is missing: add an XPath", *at, rule)
+            if layout.modules and not layout.container:
+                raise problem(
+                    "are looked for in the results container: add its XPath as container",
+                    *at,
+                    "modules",
+                )
         markers = spec.no_results
         if markers is None or not (markers.body_contains or markers.xpath):
             raise problem(
