@@ -11,9 +11,10 @@ import pytest_twisted
 from lyra_crawl.config import load_config
 from lyra_crawl.simulator.config import write_paging_config
 from lyra_crawl.simulator.engines import ENGINE_NAMES
+from lyra_crawl.simulator.engines.web import PAA_ANSWER_URL
 from tests.conftest import query_db, run_crawl
 from tests.realworld_fields import ROOTS
-from tests.test_crawl_e2e import assert_pages_stored, the_query
+from tests.test_crawl_e2e import assert_pages_stored, stored_items, the_query
 
 # Requests per page beyond the page itself.
 EXTRA_REQUESTS = {"startpage": 1, "pubmed": 3}  # the token page once; esummary per page
@@ -123,6 +124,19 @@ REAL_CHALLENGES = [
     ("bing", "shared", "serp/bing/wsm-bing-captcha-one-last-step-2026-04.html"),
     ("mojeek", "project", "serp/google/unlimproxy-google-sorry-captcha-2026-07.html"),
 ]
+
+
+@pytest_twisted.ensureDeferred
+async def test_google_stores_its_organic_results_not_the_answers_among_them(
+    start_simulator, db_path, crawlable_config
+):
+    simulator = start_simulator(*SIMULATOR_OPTIONS["google"])
+    crawler = await crawl(simulator, db_path, crawlable_config, "google", serp_max_pages=2)
+
+    assert_pages_stored(db_path, "google", [1, 2])
+    urls = [row["normalized_url"] for row in stored_items(db_path, "google")]
+    assert len(urls) == 20 and not any(url.startswith(PAA_ANSWER_URL) for url in urls)
+    assert crawler.stats.get_value("lyra/dropped/module") == 2
 
 
 @pytest.mark.parametrize(("engine", "root", "rel"), REAL_CHALLENGES)
