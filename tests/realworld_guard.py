@@ -101,10 +101,10 @@ def _shares_block(
     listing: etree._Element, before: list[etree._Element], container: etree._Element
 ) -> bool:
     """Whether a result before this list, outside it, shares a block with it in the container."""
-    blocks = {id(a) for a in _up_to(listing, container) if a is not container}
+    blocks = {a for a in _up_to(listing, container) if a is not container}
     for other in before:
         inside = listing in set(_up_to(other, listing))
-        if not inside and any(id(a) in blocks for a in _up_to(other, container)):
+        if not inside and not blocks.isdisjoint(_up_to(other, container)):
             return True
     return False
 

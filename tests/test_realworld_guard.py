@@ -20,6 +20,7 @@ from tests.realworld_guard import challenge_signs, misplaced_results
 
 CONFIG = load_config()
 PAA_PAGE = "serp/google/codechallenge-google-paa-answers-actors-2022-11.html"
+NESTED_PAGE = "serp/google/codechallenge-google-paa-top-stories-prime-ministers-2023-07.html"
 
 
 def _pages() -> list:
@@ -60,6 +61,18 @@ def test_the_guard_catches_answers_read_as_results() -> None:
     assert misplaced_results(google, body) == []
     problems = misplaced_results(without_modules, body)
     assert len(problems) == 4 and all("in a module headed" in why for why in problems)
+
+
+def test_the_guard_catches_pages_listed_under_a_result_read_as_results() -> None:
+    google = CONFIG.engine("google")
+    current = google.parse[0]
+    unlisted = replace(current, results=(current.results[0].replace("[not(ancestor::li)]", ""),))
+    body = (ROOTS["project"] / NESTED_PAGE).read_bytes()
+
+    problems = misplaced_results(replace(google, parse=(unlisted,)), body)
+
+    assert len(problems) == 2
+    assert all("in a list under another result" in why for why in problems)
 
 
 @pytest.mark.parametrize(
