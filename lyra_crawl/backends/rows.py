@@ -12,6 +12,7 @@ backend's schema alone.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -28,6 +29,7 @@ from lyra_crawl.backends.records import (
     CitationFetch,
     CitationGraph,
     DepthRates,
+    FoundPaper,
     Intervention,
     LandingPage,
     Moments,
@@ -156,6 +158,45 @@ def stored_paper(row: Row) -> StoredPaper:
     return StoredPaper(**values)
 
 
+# The results of a task's, a batch's or one query's queries linked to a paper past a paper id
+# (paper id, task id, batch id, query id): FOUND_PAGE_IDS reads the ids of a page of papers
+# along serp_items' paper index, FOUND_PAPERS and FOUND_BY the page up to its last id (…, last).
+# CROSS JOIN keeps SQLite walking the paper index from the page's start (each page reads its own
+# results only); else it reads every result of the task's queries for every page, then sorts.
+_FOUND = (
+    "FROM serp_items AS item CROSS JOIN queries AS query"
+    " WHERE query.id = item.query_id AND item.paper_id > ? AND (query.task_id = ? OR"
+    " query.batch_entry_id IN (SELECT id FROM batch_entries WHERE batch_id = ?) OR query.id = ?)"
+)
+FOUND_PAGE_IDS = (
+    f"SELECT item.paper_id {_FOUND} GROUP BY item.paper_id ORDER BY item.paper_id LIMIT ?"
+)
+FOUND_PAPERS = (
+    f"SELECT * FROM papers WHERE id IN (SELECT item.paper_id {_FOUND} AND item.paper_id <= ?)"
+    " ORDER BY id"
+)
+FOUND_BY = (
+    "SELECT item.paper_id, query.query_text, COALESCE(item.fused_rank, item.rank) AS rank"
+    f" {_FOUND} AND item.paper_id <= ? ORDER BY item.paper_id, query.id"
+)
+
+
+def found_papers(papers: Iterable[Row], found_by: Iterable[Row]) -> list[FoundPaper]:
+    """Each paper with the queries that found it (FOUND_PAPERS' and FOUND_BY's rows)."""
+    queries: dict[int, dict[str, None]] = {}
+    ranks: dict[int, int] = {}
+    for row in found_by:
+        paper_id, rank = row["paper_id"], row["rank"]
+        queries.setdefault(paper_id, {})[row["query_text"]] = None
+        ranks[paper_id] = min(rank, ranks.get(paper_id, rank))
+    return [
+        FoundPaper(
+            paper := stored_paper(row), tuple(queries.get(paper.id, ())), ranks.get(paper.id)
+        )
+        for row in papers
+    ]
+
+
 def citation_fetch(row: Row) -> CitationFetch:
     return CitationFetch(**{name: row[name] for name in _field_names(CitationFetch)})
 
@@ -282,6 +323,7 @@ def health(engine: str, row: Row | None) -> Health:
     return Health(**values)
 
 
+@functools.cache
 def _field_names(record: type) -> tuple[str, ...]:
     return tuple(field.name for field in fields(record))
 

@@ -44,6 +44,7 @@ from lyra_crawl.backends.records import (
     CitationGraph,
     DepthRates,
     EntrySpec,
+    FoundPaper,
     Intervention,
     LandingPage,
     PageRecord,
@@ -457,6 +458,25 @@ class PostgresStore:
                 (query_id,),
             )
         return {attribution: count for attribution, count in found}
+
+    async def papers_found(
+        self,
+        *,
+        task_id: str | None = None,
+        batch_id: int | None = None,
+        query_id: int | None = None,
+        after_id: int = 0,
+        limit: int,
+    ) -> list[FoundPaper]:
+        scope = (after_id, task_id, batch_id, query_id)
+        async with self._db.transaction() as conn:
+            page = await _fetch(conn, rows.postgres(rows.FOUND_PAGE_IDS), (*scope, limit))
+            if not page:
+                return []
+            last = (*scope, page[-1][0])
+            papers = await _dicts(conn, rows.postgres(rows.FOUND_PAPERS), last)
+            found_by = await _dicts(conn, rows.postgres(rows.FOUND_BY), last)
+        return rows.found_papers(papers, found_by)
 
     # -- the citation graph ----------------------------------------------------------------
 

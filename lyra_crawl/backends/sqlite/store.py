@@ -38,6 +38,7 @@ from lyra_crawl.backends.records import (
     CitationGraph,
     DepthRates,
     EntrySpec,
+    FoundPaper,
     Intervention,
     LandingPage,
     PageRecord,
@@ -426,6 +427,27 @@ class SqliteStore(SqliteBackend):
                 )
             }
         )
+
+    async def papers_found(
+        self,
+        *,
+        task_id: str | None = None,
+        batch_id: int | None = None,
+        query_id: int | None = None,
+        after_id: int = 0,
+        limit: int,
+    ) -> list[FoundPaper]:
+        scope = (after_id, task_id, batch_id, query_id)
+
+        def read(conn: sqlite3.Connection) -> list[FoundPaper]:
+            page = conn.execute(rows.FOUND_PAGE_IDS, (*scope, limit)).fetchall()
+            if not page:
+                return []
+            last = (*scope, page[-1][0])
+            papers = conn.execute(rows.FOUND_PAPERS, last)
+            return rows.found_papers(papers, conn.execute(rows.FOUND_BY, last))
+
+        return await self._db.read(read)
 
     # -- the citation graph ----------------------------------------------------------------
 
