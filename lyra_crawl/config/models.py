@@ -169,6 +169,12 @@ class Layout:
     date: Strings = ()
     # The pager's current page number (a mismatch with the page asked for is a soft block).
     current_page: Strings = ()
+    # The element the results sit in, each in a block of its own one level below it (the real
+    # pages' guard checks every result against it); the first alternative found is the one.
+    container: Strings = ()
+    # Heads of the modules inside the container (a module's heading, a question's toggle):
+    # everything after a head, beside it in its parent, is the module's and never a result.
+    modules: Strings = ()
 
 
 def _layouts(node: Any) -> Any:
@@ -274,10 +280,16 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
         if not spec.parse:
             raise problem("is missing: add the XPath rules of the engine's result page", "parse")
         for index, layout in enumerate(spec.parse):
+            at = ("parse",) if len(spec.parse) == 1 else ("parse", index)
             for rule in REQUIRED_HTML_RULES:
                 if not getattr(layout, rule):
-                    at = ("parse", rule) if len(spec.parse) == 1 else ("parse", index, rule)
-                    raise problem("is missing: add an XPath", *at)
+                    raise problem("is missing: add an XPath", *at, rule)
+            if layout.modules and not layout.container:
+                raise problem(
+                    "are looked for in the results container: add its XPath as container",
+                    *at,
+                    "modules",
+                )
         markers = spec.no_results
         if markers is None or not (markers.body_contains or markers.xpath):
             raise problem(

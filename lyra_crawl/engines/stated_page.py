@@ -18,7 +18,8 @@ from parsel import Selector
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import whole_number
-from lyra_crawl.engines.html import first_text, shown_page
+from lyra_crawl.engines.html import shown_page
+from lyra_crawl.engines.xpaths import first_text
 
 # What a "Next" control carries somewhere: rel="next", id="pnnext", title="Next page", …
 _LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"

@@ -1,7 +1,8 @@
 """The simulator's HTTP server: `/<engine>/<engine's own path>?<engine's own parameters>`.
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
-injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
+injected per engine and page: CAPTCHA pages (the engine's template, or a captured real challenge
+page served as it is), HTTP status codes (429 with Retry-After), dropped
 connections, slow answers, the engine's no-results page after a given page, results in a layout
 no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that are not
 result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
@@ -38,6 +39,8 @@ LOGGED_HEADERS = ("x-api-key",)
 @dataclass
 class Faults:
     captcha_at: set[PageKey] = field(default_factory=set)
+    # Engines whose CAPTCHA pages are a captured real challenge page: its bytes, served as 200.
+    challenge_pages: dict[str, bytes] = field(default_factory=dict)
     status_at: dict[PageKey, int] = field(default_factory=dict)
     drop_at: set[PageKey] = field(default_factory=set)
     slow_at: dict[PageKey, int] = field(default_factory=dict)
@@ -163,7 +166,13 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             query = engine.query(params)
             state.papers.remember(query)
             if key in faults.captcha_at:
-                self._send(engine.captcha_page(query), engine_name)
+                captured = faults.challenge_pages.get(engine_name)
+                page = (
+                    engine.captcha_page(query)
+                    if captured is None
+                    else SimPage(200, captured, "text/html")
+                )
+                self._send(page, engine_name)
                 return
             if key in faults.status_at:
                 self._send(self._status_page(faults.status_at[key]))
@@ -199,7 +208,7 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             return SimPage(status, f"HTTP {status}", "text/plain", headers)
 
         def _send(self, page: SimPage, engine_name: str = "") -> None:
-            body = page.body.encode("utf-8")
+            body = page.body if isinstance(page.body, bytes) else page.body.encode("utf-8")
             self.send_response(page.status)
             self.send_header("Content-Type", page.content_type)
             self.send_header("Content-Length", str(len(body)))
