@@ -9,8 +9,7 @@ schema pydantic validates the YAML against; `errors` turns pydantic's errors int
 from lyra_crawl.config.errors import ConfigError
 from lyra_crawl.config.loading import (
     BUNDLED_FOLDER,
-    MAX_CONFIG_CHARS,
-    SafeLoader,
+    CONFIG_LIMITS,
     load_config,
     parse_config,
     read_bundled,
@@ -50,11 +49,11 @@ from lyra_crawl.config.models import (
 __all__ = [
     "BUNDLED_FOLDER",
     "CITATION_DEPTHS",
+    "CONFIG_LIMITS",
     "DEFAULT_COOLDOWNS_S",
     "FAMILIES",
     "FOLLOW_UP_PLACEHOLDERS",
     "HOST_PLACEHOLDERS",
-    "MAX_CONFIG_CHARS",
     "NEXT_PAGE_MODES",
     "PAGINATION_TYPES",
     "PARAM_PLACEHOLDERS",
@@ -80,7 +79,6 @@ __all__ = [
     "NoResultsMarkers",
     "PaginationDefaults",
     "PapersPolicy",
-    "SafeLoader",
     "load_config",
     "parse_config",
     "read_bundled",

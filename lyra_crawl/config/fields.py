@@ -12,7 +12,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, PlainValidator, Strict
 from pydantic_core import PydanticKnownError
 
-from lyra_crawl.config.errors import not_one_of, problem, show
+from lyra_crawl.config.errors import not_one_of, problem
+from lyra_crawl.quoting import show
 
 Whole = Annotated[int, Strict()]
 Number = Annotated[float, Strict()]

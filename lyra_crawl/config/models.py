@@ -20,7 +20,7 @@ from pydantic import (
     ValidationInfo,
 )
 
-from lyra_crawl.config.errors import not_one_of, problem, show
+from lyra_crawl.config.errors import not_one_of, problem
 from lyra_crawl.config.fields import (
     AtLeastOne,
     Flag,
@@ -41,6 +41,7 @@ from lyra_crawl.config.fields import (
 from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 from lyra_crawl.politeness.hours import HourWindow, parse_window
+from lyra_crawl.quoting import show
 
 PARSERS_FILE = "search_parsers.yaml"
 POLICY_FILE = "engines.yaml"
