@@ -31,9 +31,11 @@ def show(value: Any) -> str:
         return _cut(value)
     if isinstance(value, Mapping | list | tuple | set | frozenset):
         shown = _CONTAINERS.repr(value)
+        if len(shown) <= QUOTE_CHARS and "..." not in shown:
+            return shown
         kind = "mapping" if isinstance(value, Mapping) else type(value).__name__
-        size = f"a {kind} of {len(value):,} item{'' if len(value) == 1 else 's'}"
-        return shown if len(shown) <= QUOTE_CHARS else f"{shown[:QUOTE_CHARS]}… ({size})"
+        cut = shown if len(shown) <= QUOTE_CHARS else f"{shown[:QUOTE_CHARS]}…"
+        return f"{cut} (a {kind} of {len(value):,} item{'' if len(value) == 1 else 's'})"
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _INT_BITS:
         # str() of a long enough int even raises (Python's limit on digits).
         return f"a whole number of about {int(value.bit_length() * _DIGITS_PER_BIT) + 1:,} digits"

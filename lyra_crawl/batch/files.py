@@ -68,7 +68,7 @@ BATCH_LIMITS = YamlLimits(
     max_bytes=8 * 2**20,
     max_values=500_000,
     max_part_values=1_000,
-    part="one entry (or the defaults)",
+    part="one entry or top-level key",
     max_list_items=MAX_BATCH_ENTRIES,
     fix="split the queries into several batch files",
 )

@@ -77,6 +77,11 @@ FINAL_STOP_REASONS = frozenset(
 )
 
 
+# A source stops for one of these only on what a page it fetched said: one that fetched no page
+# never did (an engine refusing the query before its first request reached no page limit).
+AFTER_A_PAGE = FINAL_STOP_REASONS | {StopReason.LAYOUT_CHANGED.value}
+
+
 # A source stopped for one of these did not run its course: its results are not what the query
 # gives, so they are never served from the cache.
 CUT_SHORT = frozenset(
