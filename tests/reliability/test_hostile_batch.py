@@ -34,6 +34,7 @@ from lyra_crawl.config import load_config
 from lyra_crawl.config.bounded_yaml import MAX_ALIAS_VALUES, MAX_DEPTH
 from lyra_crawl.quoting import QUOTE_CHARS
 from tests.conftest import ROOT, edited_config, query_db, with_store
+from tests.reliability.test_hostile_config import BILLION_LAUGHS
 
 CONFIG = load_config()
 # `scrapy batch` starts at ~90 MB (Scrapy, Twisted, the config); the issue's bomb took 1.49 GB.
@@ -42,16 +43,8 @@ PEAK_MB = 200
 # around it (a long engine list among them).
 MESSAGE_CHARS = 600
 
-BOMB = """\
-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-queries: [{query: *g}]
-"""
+# The issue's bomb: nested anchors standing for 9^8 (43 million) strings, then an entry using it.
+BOMB = BILLION_LAUGHS + "queries: [{query: *h}]\n"
 # The same bomb within one entry: no unknown top-level key to give it away.
 ENTRY_BOMB = (
     "queries:\n  - query: [&a [x,x,x,x,x,x,x,x,x], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a],"
