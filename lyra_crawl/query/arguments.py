@@ -224,7 +224,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
     unknown = sorted(set(raw) - KNOWN_ARGUMENTS - SCRAPYD_ARGUMENTS)
     if unknown:
         raise ArgumentError(
-            f"unknown spider argument '{unknown[0]}': "
+            f"unknown spider argument {show(unknown[0])}: "
             f"use one of {', '.join(sorted(KNOWN_ARGUMENTS | BATCH_ARGUMENTS))}"
         )
     for name, value in raw.items():
