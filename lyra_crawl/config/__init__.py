@@ -9,8 +9,7 @@ schema pydantic validates the YAML against; `errors` turns pydantic's errors int
 from lyra_crawl.config.errors import ConfigError
 from lyra_crawl.config.loading import (
     BUNDLED_FOLDER,
-    MAX_CONFIG_CHARS,
-    SafeLoader,
+    CONFIG_LIMITS,
     load_config,
     parse_config,
     read_bundled,
@@ -60,12 +59,12 @@ from lyra_crawl.config.retrieval import (
 __all__ = [
     "BUNDLED_FOLDER",
     "CITATION_DEPTHS",
+    "CONFIG_LIMITS",
     "DEFAULT_COOLDOWNS_S",
     "EMBEDDED_SEMANTIC_MODEL",
     "FAMILIES",
     "FOLLOW_UP_PLACEHOLDERS",
     "HOST_PLACEHOLDERS",
-    "MAX_CONFIG_CHARS",
     "NEXT_PAGE_MODES",
     "PAGINATION_TYPES",
     "PARAM_PLACEHOLDERS",
@@ -97,7 +96,6 @@ __all__ = [
     "PaginationDefaults",
     "PapersPolicy",
     "RetrievalPolicy",
-    "SafeLoader",
     "SemanticSearch",
     "load_config",
     "parse_config",

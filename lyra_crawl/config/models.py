@@ -20,7 +20,7 @@ from pydantic import (
     ValidationInfo,
 )
 
-from lyra_crawl.config.errors import not_one_of, problem, show
+from lyra_crawl.config.errors import not_one_of, problem
 from lyra_crawl.config.fields import (
     AtLeastOne,
     Flag,
@@ -42,6 +42,7 @@ from lyra_crawl.config.retrieval import CheckedRetrievalPolicy, RetrievalPolicy
 from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 from lyra_crawl.politeness.hours import HourWindow, parse_window
+from lyra_crawl.quoting import show
 
 PARSERS_FILE = "search_parsers.yaml"
 POLICY_FILE = "engines.yaml"
@@ -105,17 +106,18 @@ def _hostname(url: str) -> str | None:
 def _engine_url(url: str) -> str:
     parts = urlsplit(url) if _hostname(url) else None
     if parts is None or parts.scheme not in ("http", "https"):
-        raise problem(f"must be an absolute http(s) URL (got {url!r})")
+        raise problem(f"must be an absolute http(s) URL (got {show(url)})")
     if placeholders(parts.netloc) - HOST_PLACEHOLDERS or placeholders(parts.path + parts.query):
         raise problem(
-            f"may use only {{language}}, in the host (got {url!r}): put query values under params"
+            f"may use only {{language}}, in the host (got {show(url)}): "
+            "put query values under params"
         )
     return url
 
 
 def _element_name(name: str) -> str:
     if not _ELEMENT_NAME.fullmatch(name):
-        raise problem(f"must be one HTML element name such as main (got {name!r})")
+        raise problem(f"must be one HTML element name such as main (got {show(name)})")
     return name
 
 
@@ -275,7 +277,9 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
                 "first_page_omits",
             )
     if spec.default_region is not None and spec.default_region not in spec.region:
-        raise problem(f"is {spec.default_region!r}, which is not a key of region", "default_region")
+        raise problem(
+            f"is {show(spec.default_region)}, which is not a key of region", "default_region"
+        )
     if spec.implemented and spec.family == "html":
         if not spec.parse:
             raise problem("is missing: add the XPath rules of the engine's result page", "parse")
@@ -314,13 +318,13 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
     host = _hostname(spec.url)
     if spec.token_page is not None and _hostname(spec.token_page) != host:
         raise problem(
-            f"must be on the engine's host {host} (got {spec.token_page!r})", "token_page"
+            f"must be on the engine's host {host} (got {show(spec.token_page)})", "token_page"
         )
     if bool(spec.token_page) != bool(spec.token_fields):
         raise problem("and token_fields go together: give both or neither", "token_page")
     if spec.follow_up is not None and _hostname(spec.follow_up.url) != host:
         raise problem(
-            f"must be on the engine's host {host} (got {spec.follow_up.url!r})",
+            f"must be on the engine's host {host} (got {show(spec.follow_up.url)})",
             "follow_up",
             "url",
         )

@@ -3,8 +3,8 @@
 `-a query=…` opens one query. `-a batch=ID` takes the batch's entries from the store under a
 lease, in position order, and keeps at most `-a concurrency=N` of them running: the next entry
 opens when a running one closes, so a batch of any size holds only N queries in memory. An
-entry whose arguments no longer pass or whose query cannot start is marked failed and the rest
-go on.
+entry whose arguments no longer pass, or that an engine it goes to cannot take, is marked
+rejected, one whose query cannot start failed, each with why, and the rest go on.
 
 An entry whose engine (named in it, or its interrupted query's) refuses requests right now is
 not taken (lyra_crawl.politeness.refusals): the crawl runs the others meanwhile, and takes it
@@ -43,6 +43,7 @@ from lyra_crawl.session.opening import (
     NoEngineAvailable,
     OpenedQuery,
     QueryNotOpened,
+    QueryRejected,
     engine_refusals,
     open_query,
 )
@@ -192,7 +193,7 @@ async def _open_entry(
         arguments = parse_crawl_arguments(raw, crawl.config)
     except ArgumentError as exc:
         logger.error("batch entry %d: %s", entry.position, exc)
-        await crawl.store.finish_entry(entry.id, state="failed", query_id=None, detail=str(exc))
+        await crawl.store.finish_entry(entry.id, state="rejected", query_id=None, detail=str(exc))
         return None
     return await _open(crawl, arguments, entry)
 
@@ -215,9 +216,11 @@ async def _open(
 
 
 async def _not_opened(crawl: CrawlSession, exc: QueryNotOpened, entry: BatchEntry | None) -> None:
-    """A query that cannot start: said, and its entry failed with why."""
+    """A query that cannot start: said, and its entry rejected (an engine cannot take it) or
+    failed, with why."""
     logger.error("%s", exc)
     if entry is not None:
+        state = "rejected" if isinstance(exc, QueryRejected) else "failed"
         await crawl.store.finish_entry(
-            entry.id, state="failed", query_id=entry.query_id, detail=str(exc)
+            entry.id, state=state, query_id=entry.query_id, detail=str(exc)
         )

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from lyra_crawl.backends.records import BatchEntry, QueryRecord, StoredQuery
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import PageRequest
-from lyra_crawl.engines.request import QueryError
 from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.relevance import RelevanceConfig
 from lyra_crawl.paging.source_paging import SourcePaging
@@ -31,7 +30,13 @@ from lyra_crawl.papers.collector import paper_record
 from lyra_crawl.politeness.quota import utc_date
 from lyra_crawl.politeness.refusals import HOURS, EngineRefusal, engine_refusal
 from lyra_crawl.politeness.selection import SelectionDecision, TaskShare, choose_engine
-from lyra_crawl.query.arguments import SERP_SOURCE, CrawlArguments, crawl_sources, usable_engines
+from lyra_crawl.query.arguments import (
+    SERP_SOURCE,
+    CrawlArguments,
+    crawl_sources,
+    query_misfits,
+    usable_engines,
+)
 from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
 from lyra_crawl.session.query import QuerySession
@@ -50,6 +55,10 @@ class QueryNotOpened(RuntimeError):
 
 class NoEngineAvailable(QueryNotOpened):
     """No engine the frontier may choose takes requests now."""
+
+
+class QueryRejected(QueryNotOpened):
+    """An engine the query goes to cannot take it (its length, region, …): it never starts."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,7 @@ async def open_query(
     normalized = normalize_query(arguments.query)
     resumed = await _resumable(crawl, arguments, normalized) if arguments.resume else None
     engine, selection = await _engine(crawl, arguments, resumed)
-    sources = crawl_sources(engine, arguments.sources)
+    sources = _taking(crawl, arguments, crawl_sources(engine, arguments.sources))
     start_pages: dict[str, int] = {}
     if resumed is not None:
         try:
@@ -89,7 +98,7 @@ async def open_query(
             logger.warning("batch entry %d: %s; crawling it as a new query", entry.position, exc)
             resumed = None
             engine, selection = await _engine(crawl, arguments, None)
-            sources = crawl_sources(engine, arguments.sources)
+            sources = _taking(crawl, arguments, crawl_sources(engine, arguments.sources))
     strategy = PaginationStrategy(
         PaginationConfig(
             serp_max_pages=arguments.serp_max_pages,
@@ -163,6 +172,15 @@ def _query_record(
 # -- engine choice ---------------------------------------------------------------------------
 
 
+def _taking(crawl: CrawlSession, arguments: CrawlArguments, sources: list[str]) -> list[str]:
+    """`sources`, once each is known to take the query, whoever picked it (named, resumed,
+    chosen by the frontier): QueryRejected, before any row or request, when one cannot."""
+    misfits = query_misfits(crawl.config, sources, arguments)
+    if misfits:
+        raise QueryRejected(next(iter(misfits.values())))
+    return sources
+
+
 async def _engine(
     crawl: CrawlSession, arguments: CrawlArguments, resumed: StoredQuery | None
 ) -> tuple[str | None, SelectionDecision | None]:
@@ -183,7 +201,8 @@ async def _engine(
             )
         else:
             usable = usable_engines(crawl.config)
-            available = await _available(crawl, usable)
+            unfit = query_misfits(crawl.config, usable, arguments)
+            available = await _available(crawl, [name for name in usable if name not in unfit])
             decision = choose_engine(
                 crawl.config,
                 usable=usable,
@@ -192,6 +211,7 @@ async def _engine(
                 now=datetime.now(UTC),
                 queued=crawl.queued_requests(),
                 task_share=await _task_share(crawl, arguments.task_id),
+                unfit=unfit,
             )
     logger.info("engine choice: %s", decision.as_dict())
     if decision.engine is None:
@@ -385,15 +405,11 @@ def _first_pages(crawl: CrawlSession, session: QuerySession) -> list[PagePlan]:
 
 
 def _first_page(crawl: CrawlSession, session: QuerySession, spec: EngineSpec) -> PagePlan | None:
-    """Page `serp_page` of one source, or its token page first; None when it cannot start
-    or has stopped already (a resumed query's finished source)."""
+    """Page `serp_page` of one source, or its token page first; None when it has stopped
+    already (a resumed query's finished source)."""
     if spec.name in session.stop_reasons:
         return None
     first = session.first_page
-    if spec.next_page == "form" and first > 1:
-        logger.error("engine %s hands a token from page to page: start at serp_page=1", spec.name)
-        session.stop(spec.name, StopReason.ERROR, "serp_page > 1 on a token engine")
-        return None
     if spec.token_page:
         return PagePlan(spec, PageRequest(url=spec.token_page), first, RequestKind.TOKEN_PAGE)
     start = session.start_pages.get(spec.name, first)
@@ -401,10 +417,5 @@ def _first_page(crawl: CrawlSession, session: QuerySession, spec: EngineSpec) ->
     if start > last:
         session.stop(spec.name, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
         return None
-    try:
-        page = crawl.page_request(session, spec, start)
-    except QueryError as exc:
-        logger.error("%s", exc)
-        session.stop(spec.name, StopReason.MAX_PAGES, str(exc))
-        return None
-    return PagePlan(spec, page, start)
+    # The query was checked against the engine before it opened (_taking): this builds.
+    return PagePlan(spec, crawl.page_request(session, spec, start), start)
