@@ -7,7 +7,7 @@ ends the run with one clear message and no request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lyra_crawl.config import CITATION_DEPTHS, STRATEGIES, TIME_RANGES, LyraConfig
@@ -72,6 +72,9 @@ class CrawlArguments:
     # `citations:` gives the defaults).
     citation_depth: int = 0
     citation_top_k: int = 1
+    # Default sources left out because they cannot take this query (a time range, a long
+    # query), each with why; sources a user names are never left out: they refuse instead.
+    sources_left_out: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -295,8 +298,22 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         citation_depth=citation_depth,
         citation_top_k=citation_top_k,
     )
+    if not raw.get("sources"):
+        arguments = _without_default_misfits(config, arguments)
     check_engines_take(config, arguments)
     return arguments
+
+
+def _without_default_misfits(config: LyraConfig, arguments: CrawlArguments) -> CrawlArguments:
+    """The default sources less the scholarly APIs that cannot take the query, each recorded
+    with why: a user who asked for a time range or a long query without naming sources wants
+    the sources that can take it, not a refusal."""
+    apis = [source for source in arguments.sources if source != SERP_SOURCE]
+    left_out = query_misfits(config, apis, arguments)
+    if not left_out:
+        return arguments
+    kept = tuple(source for source in arguments.sources if source not in left_out)
+    return replace(arguments, sources=kept, sources_left_out=left_out)
 
 
 def _utf8(text: str) -> bool:

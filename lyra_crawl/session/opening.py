@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lyra_crawl.backends.records import BatchEntry, QueryRecord, StoredQuery
 from lyra_crawl.config import EngineSpec
@@ -142,6 +142,13 @@ async def open_query(
             for source, paging in session.paging.items()
         },
     )
+    for source, why in arguments.sources_left_out.items():
+        logger.warning(
+            "query %d: %s left out of the default sources: %s (name sources to choose them)",
+            query_id,
+            source,
+            why,
+        )
     return OpenedQuery(session, first_pages=_first_pages(crawl, session))
 
 
@@ -164,9 +171,19 @@ def _query_record(
         region=arguments.region,
         task_id=arguments.task_id,
         job_id=arguments.job_id,
-        selection=selection.as_dict() if selection else {"reason": "no SERP engine in sources"},
+        selection=_selection_dict(arguments, selection),
         batch_entry_id=entry.id if entry else None,
     )
+
+
+def _selection_dict(
+    arguments: CrawlArguments, selection: SelectionDecision | None
+) -> dict[str, Any]:
+    """How the query's engines were chosen, with the default sources it left out and why."""
+    chosen = selection.as_dict() if selection else {"reason": "no SERP engine in sources"}
+    if arguments.sources_left_out:
+        chosen["sources_left_out"] = dict(arguments.sources_left_out)
+    return chosen
 
 
 # -- engine choice ---------------------------------------------------------------------------

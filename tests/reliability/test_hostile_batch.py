@@ -32,6 +32,7 @@ from lyra_crawl.batch.files import (
 )
 from lyra_crawl.config import load_config
 from lyra_crawl.config.bounded_yaml import MAX_ALIAS_VALUES, MAX_DEPTH
+from lyra_crawl.query.arguments import parse_crawl_arguments
 from lyra_crawl.quoting import QUOTE_CHARS
 from tests.conftest import ROOT, edited_config, query_db, with_store
 from tests.reliability.test_hostile_config import BILLION_LAUGHS
@@ -220,7 +221,7 @@ def test_entries_every_engine_refuses_are_rejected_with_why():
         f"  - {'x' * 600}\n"
         f"  - {{query: {'x' * 600}, engine: google, sources: [serp]}}\n"
         f"  - {{query: {'x' * 600}, engine: google}}\n"
-        "  - {query: a, time_range: year}\n"
+        "  - {query: a, time_range: year, sources: [serp, semantic_scholar]}\n"
         "  - {query: a, time_range: year, sources: [serp]}\n"
         "  - {query: a, time_range: day, engine: mojeek}\n"
     )
@@ -229,13 +230,33 @@ def test_entries_every_engine_refuses_are_rejected_with_why():
         1: "b.yaml: entry 1: no engine the frontier may choose takes this query: query is 600 "
         "characters, engine 'duckduckgo' takes at most 500: shorten the query, or name an "
         "engine that takes it (engine: google)",
-        3: "b.yaml: entry 3: query is 600 characters, engine 'semantic_scholar' takes at most "
-        "500: shorten the query, or leave semantic_scholar out of sources",
         4: "b.yaml: entry 4: engine 'semantic_scholar' does not support time_range 'year': use "
         "one of none, or leave it out, or leave semantic_scholar out of sources",
         6: "b.yaml: entry 6: engine 'mojeek' does not support time_range 'day': use one of "
         "none, or leave it out",
     }
+
+
+def test_default_sources_that_cannot_take_an_entry_are_left_out_with_why():
+    # A source the entry names refuses it (above); the defaults are the sources that can take it.
+    batch = parse_batch(
+        f"queries:\n  - {{query: {'x' * 600}, engine: google}}\n"
+        "  - {query: a, time_range: year}\n",
+        CONFIG,
+    )
+    long_query, ranged = (
+        parse_crawl_arguments(entry.spider_args, CONFIG) for entry in batch.entries
+    )
+
+    assert not batch.rejected
+    assert long_query.sources == ("serp", "openalex")
+    assert long_query.sources_left_out == {
+        "semantic_scholar": "query is 600 characters, engine 'semantic_scholar' takes at most "
+        "500: shorten the query"
+    }
+    assert ranged.sources == ("serp",)
+    assert set(ranged.sources_left_out) == {"semantic_scholar", "openalex"}
+    assert "does not support time_range 'year'" in ranged.sources_left_out["openalex"]
 
 
 def test_a_nul_written_as_an_escape_is_kept_verbatim():
