@@ -72,7 +72,7 @@ LYRA_LLM_API_KEY = os.environ.get("LYRA_LLM_API_KEY", "")
 
 # -- the crawl session: config, backends and the registry of running queries ------------------
 EXTENSIONS = {
-    "lyra_crawl.session.CrawlSession": 0,
+    "lyra_crawl.session.extension.CrawlSessionExtension": 0,
     # Progress of a batch crawl (-a batch=ID), read from the store; other crawls are untouched.
     "lyra_crawl.batch.extension.BatchProgressExtension": 500,
 }

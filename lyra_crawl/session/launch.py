@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import NO_ENGINE, BackendError, BatchEntry
 from lyra_crawl.politeness.refusals import ANY_ENGINE, EngineRefusal, every_engine_refusal
@@ -39,17 +38,15 @@ from lyra_crawl.query.arguments import (
     parse_crawl_arguments,
     usable_engines,
 )
+from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.opening import (
     NoEngineAvailable,
     OpenedQuery,
     QueryNotOpened,
     QueryRejected,
-    engine_refusals,
     open_query,
 )
-
-if TYPE_CHECKING:
-    from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.settling import settle
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +73,7 @@ async def _launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[Opened
         opened = await _open(crawl, plan.arguments, None)
         if opened is not None:
             yield opened
-            await crawl.settle(opened.session)
+            await settle(crawl, opened.query)
         return
     if await crawl.store.batch(plan.batch_id) is None:
         logger.error(
@@ -115,7 +112,7 @@ async def _launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[Opened
             opened = await _open_entry(crawl, entry, plan.job_id)
             if opened is not None:
                 yield opened
-                await crawl.settle(opened.session)
+                await settle(crawl, opened.query)
 
 
 async def _put_back(crawl: CrawlSession, entries: list[BatchEntry]) -> None:
@@ -128,7 +125,7 @@ async def _refusals(crawl: CrawlSession) -> dict[str, EngineRefusal]:
     """The engines that refuse requests now by the crawl's rules, and NO_ENGINE when every
     engine the frontier may give an entry without one does: their entries are held back."""
     usable = usable_engines(crawl.config)
-    refused = await engine_refusals(crawl, usable)
+    refused = await crawl.engine_refusals(usable)
     every = every_engine_refusal(normal_engines(crawl.config, usable), refused)
     if every is not None:
         refused[NO_ENGINE] = every

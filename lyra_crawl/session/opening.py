@@ -1,7 +1,7 @@
 """Open one query: its engine chosen, its row started (or an interrupted or cancelled one
 reopened), its cache consulted, and the first page of each source planned.
 
-The result is a QuerySession registered with the crawl, plus what the spider sends first:
+The result is a RunningQuery registered with the crawl, plus what the spider sends first:
 the page requests to make, or, for a query answered from the cache, the stored results to
 replay (no request at all).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lyra_crawl.backends.records import BatchEntry, QueryRecord, StoredQuery
 from lyra_crawl.config import EngineSpec
@@ -27,8 +27,7 @@ from lyra_crawl.paging.stop_rules import (
     Strategy,
 )
 from lyra_crawl.papers.collector import paper_record
-from lyra_crawl.politeness.quota import utc_date
-from lyra_crawl.politeness.refusals import HOURS, EngineRefusal, engine_refusal
+from lyra_crawl.politeness.refusals import HOURS
 from lyra_crawl.politeness.selection import SelectionDecision, TaskShare, choose_engine
 from lyra_crawl.query.arguments import (
     SERP_SOURCE,
@@ -39,12 +38,10 @@ from lyra_crawl.query.arguments import (
 )
 from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
-from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.replay import replayed_pages
 from lyra_crawl.session.request_state import RequestKind
-
-if TYPE_CHECKING:
-    from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.running_query import RunningQuery
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +70,7 @@ class PagePlan:
 
 @dataclass
 class OpenedQuery:
-    session: QuerySession
+    query: RunningQuery
     first_pages: list[PagePlan] = field(default_factory=list)
     replay: list[ResultItem] = field(default_factory=list)
 
@@ -113,7 +110,7 @@ async def open_query(
         query_id = await crawl.store.start_query(record)
     else:
         query_id = resumed.id
-    session = QuerySession(
+    query = RunningQuery(
         arguments=arguments,
         query_id=query_id,
         engine=engine,
@@ -125,12 +122,12 @@ async def open_query(
         batch_entry_id=entry.id if entry else None,
     )
     if resumed is not None:
-        await _resume(crawl, session, resumed, start_pages)
-    cached = None if resumed else await _fresh_cache_entry(crawl, session)
-    crawl.register(session)
+        await _resume(crawl, query, resumed, start_pages)
+    cached = None if resumed else await _fresh_cache_entry(crawl, query)
+    crawl.register(query)
     if cached is not None:
-        return OpenedQuery(session, replay=await _replay(crawl, session, cached))
-    await _start_paging(crawl, session, normalized)
+        return OpenedQuery(query, replay=await _replay(crawl, query, cached))
+    await _start_paging(crawl, query, normalized)
     logger.info(
         "query %d: %r on %s, pages %d..%s",
         query_id,
@@ -139,7 +136,7 @@ async def open_query(
         arguments.serp_page,
         {
             source: strategy.last_page(arguments.serp_page, paging.page_cap)
-            for source, paging in session.paging.items()
+            for source, paging in query.paging.items()
         },
     )
     for source, why in arguments.sources_left_out.items():
@@ -149,7 +146,7 @@ async def open_query(
             source,
             why,
         )
-    return OpenedQuery(session, first_pages=_first_pages(crawl, session))
+    return OpenedQuery(query, first_pages=_first_pages(crawl, query))
 
 
 def _query_record(
@@ -251,28 +248,8 @@ async def _available(crawl: CrawlSession, engines: list[str]) -> list[str]:
     """Those of `engines` not refused right now by their breaker or their daily quota, as the
     crawl enforces them (the choice weighs their allowed hours itself, and names them in its
     reason)."""
-    refused = await engine_refusals(crawl, engines)
+    refused = await crawl.engine_refusals(engines)
     return [name for name in engines if name not in refused or refused[name].kind == HOURS]
-
-
-async def engine_refusals(crawl: CrawlSession, engines: list[str]) -> dict[str, EngineRefusal]:
-    """Those of `engines` that refuse requests right now by a rule this crawl's middlewares
-    enforce (`CrawlSession.enforced_refusals`), each with its refusal: a batch holds their
-    entries back."""
-    states = await crawl.coordinator.engine_states(engines, utc_date())
-    now = datetime.now(UTC)
-    refusals = (
-        engine_refusal(
-            name,
-            crawl.config.policy(name),
-            state.health,
-            state.used_today,
-            now,
-            enforced=crawl.enforced_refusals,
-        )
-        for name, state in states.items()
-    )
-    return {refusal.engine: refusal for refusal in refusals if refusal is not None}
 
 
 # -- resume (-a resume=true) -----------------------------------------------------------------
@@ -330,67 +307,65 @@ def _finished_sources(resumed: StoredQuery) -> dict[str, str]:
 
 async def _resume(
     crawl: CrawlSession,
-    session: QuerySession,
+    query: RunningQuery,
     resumed: StoredQuery,
     start_pages: dict[str, int],
 ) -> None:
     """Each unfinished source from `start_pages`; the stored items join the dedupe and merge."""
     store = crawl.store
-    query_id = session.query_id
-    session.start_pages.update(start_pages)
-    session.stop_reasons.update(_finished_sources(resumed))
+    query_id = query.query_id
+    query.start_pages.update(start_pages)
+    query.stop_reasons.update(_finished_sources(resumed))
     await store.reopen_query(query_id)
     for item in await store.items(query_id):
-        session.dedupe.remember(item.normalized_url or "", item.doi, item.source, item.rank or 0)
-        session.papers.add(item.normalized_url or "", paper_record(item), earlier=True)
+        query.dedupe.remember(item.normalized_url or "", item.doi, item.source, item.rank or 0)
+        query.papers.add(item.normalized_url or "", paper_record(item), earlier=True)
     logger.info(
         "query %d resumed at pages %s (stopped before: %s)",
         query_id,
-        session.start_pages,
-        session.stop_reasons or "none",
+        query.start_pages,
+        query.stop_reasons or "none",
     )
 
 
 # -- cache -----------------------------------------------------------------------------------
 
 
-async def _fresh_cache_entry(crawl: CrawlSession, session: QuerySession) -> int | None:
-    if session.arguments.cache != "use":
+async def _fresh_cache_entry(crawl: CrawlSession, query: RunningQuery) -> int | None:
+    if query.arguments.cache != "use":
         return None
-    return await crawl.store.fresh_cache_entry(session.cache_key, datetime.now(UTC))
+    return await crawl.store.fresh_cache_entry(query.cache_key, datetime.now(UTC))
 
 
-async def _replay(crawl: CrawlSession, session: QuerySession, cached: int) -> list[ResultItem]:
+async def _replay(crawl: CrawlSession, query: RunningQuery, cached: int) -> list[ResultItem]:
     """The stored results of query `cached`, as this query's; its pages opened to receive them."""
-    logger.info(
-        "query %d: answered from cache (query %d), no request sent", session.query_id, cached
-    )
+    logger.info("query %d: answered from cache (query %d), no request sent", query.query_id, cached)
     store = crawl.store
-    session.cached_from = cached
-    await store.mark_cache_hit(session.query_id, cached)
+    query.cached_from = cached
+    await store.mark_cache_hit(query.query_id, cached)
     cached_row = await store.query(cached)
-    session.stop_reasons.update(cached_row.stop_reason if cached_row else {})
+    query.stop_reasons.update(cached_row.stop_reason if cached_row else {})
     crawl.stats.inc_value("lyra/cache/hit")
     replay: list[ResultItem] = []
-    for page, items in await replayed_pages(store, cached, session.query_id):
-        session.ledger.open_page(page, expected=len(items))
+    for page, items in await replayed_pages(store, cached, query.query_id):
+        query.ledger.open_page(page, expected=len(items))
         replay.extend(items)
     # Sources the cached crawl never reached say so, so the query can close.
-    for source in session.sources:
-        session.stop_reasons.setdefault(source, StopReason.MAX_PAGES.value)
+    for source in query.sources:
+        query.stop_reasons.setdefault(source, StopReason.MAX_PAGES.value)
     return replay
 
 
 # -- the first page of each source -----------------------------------------------------------
 
 
-async def _start_paging(crawl: CrawlSession, session: QuerySession, normalized: str) -> None:
-    arguments = session.arguments
+async def _start_paging(crawl: CrawlSession, query: RunningQuery, normalized: str) -> None:
+    arguments = query.arguments
     relevance = RelevanceConfig(threshold=crawl.config.pagination.relevance_threshold)
     seen_before: set[str] = set()
     if arguments.novelty_scope == "history":
-        seen_before = await crawl.store.earlier_urls(session.query_id)
-    for source in session.sources:
+        seen_before = await crawl.store.earlier_urls(query.query_id)
+    for source in query.sources:
         policy = crawl.config.policy(source)
         enabled = policy.pagination_enabled
         if not enabled and (arguments.serp_max_pages > 1 or arguments.strategy == "exhaustive"):
@@ -402,7 +377,7 @@ async def _start_paging(crawl: CrawlSession, session: QuerySession, normalized: 
                 arguments.serp_page,
                 arguments.serp_max_pages,
             )
-        session.paging[source] = SourcePaging.start(
+        query.paging[source] = SourcePaging.start(
             arguments.query,
             relevance,
             first_page=arguments.serp_page,
@@ -412,27 +387,27 @@ async def _start_paging(crawl: CrawlSession, session: QuerySession, normalized: 
         )
 
 
-def _first_pages(crawl: CrawlSession, session: QuerySession) -> list[PagePlan]:
+def _first_pages(crawl: CrawlSession, query: RunningQuery) -> list[PagePlan]:
     plans = []
-    for source in session.sources:
-        plan = _first_page(crawl, session, crawl.config.engine(source))
+    for source in query.sources:
+        plan = _first_page(crawl, query, crawl.config.engine(source))
         if plan is not None:
             plans.append(plan)
     return plans
 
 
-def _first_page(crawl: CrawlSession, session: QuerySession, spec: EngineSpec) -> PagePlan | None:
+def _first_page(crawl: CrawlSession, query: RunningQuery, spec: EngineSpec) -> PagePlan | None:
     """Page `serp_page` of one source, or its token page first; None when it has stopped
     already (a resumed query's finished source)."""
-    if spec.name in session.stop_reasons:
+    if spec.name in query.stop_reasons:
         return None
-    first = session.first_page
+    first = query.first_page
     if spec.token_page:
         return PagePlan(spec, PageRequest(url=spec.token_page), first, RequestKind.TOKEN_PAGE)
-    start = session.start_pages.get(spec.name, first)
-    last = session.pagination.last_page(first, session.paging[spec.name].page_cap)
+    start = query.start_pages.get(spec.name, first)
+    last = query.pagination.last_page(first, query.paging[spec.name].page_cap)
     if start > last:
-        session.stop(spec.name, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
+        query.stop(spec.name, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
         return None
     # The query was checked against the engine before it opened (_taking): this builds.
-    return PagePlan(spec, crawl.page_request(session, spec, start), start)
+    return PagePlan(spec, crawl.page_request(query, spec, start), start)
