@@ -11,7 +11,8 @@ layout the parser does not read is saved under LYRA_DATA_DIR's `stale/<engine>/`
 (lyra_crawl.session.saved_pages) and named in the one WARNING that says the fix. A request
 that got no answer ends its source through `stop_after_failure` (refused by quota or breaker:
 quota / blocked; a network error: error), called by the spider's errback, which Scrapy does not
-pass through spider middlewares.
+pass through spider middlewares; a resumed query's source whose every page is stored already
+ends through `stop_with_pages_stored` (max_pages), called by the spider's start.
 
 Governed by the spider arguments `strategy`, `serp_max_pages`, `novelty_scope` and by the
 `pagination:` section of engines.yaml (min_novelty_rate, min_harvest_rate,
@@ -245,6 +246,14 @@ def stop_after_failure(
         crawl.stats.inc_value(f"lyra/{engine}/outcome/network_error")
         query.stop(engine, StopReason.ERROR, message)
     settle_later(crawl, query)
+
+
+def stop_with_pages_stored(query: RunningQuery, source: str) -> None:
+    """End a source of a resumed query whose every page is stored already, before any request
+    (the crawl that stored them was stopped before it could record why the source stopped)."""
+    first = query.first_page
+    last = query.pagination.last_page(first, query.paging[source].page_cap)
+    query.stop(source, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
 
 
 def kept_pages(first: int, last: int) -> str:

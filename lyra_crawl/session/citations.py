@@ -3,9 +3,10 @@
 When a query's every source has stopped and every page is stored (lyra_crawl.session.settling),
 its papers are merged into the paper index (closing.save_query_papers) and, with
 `-a citation_depth` above 0, its citation graph is fetched before it closes: the references and
-citations of its top `citation_top_k` papers with an abstract (by fused rank) at each of its sources that serves them (Semantic
-Scholar, OpenAlex), then at depth 2 those of the top papers they reached (the plan:
-lyra_crawl.papers.citation_crawl). Not for a query answered from the cache (its results'
+citations of its top `citation_top_k` papers with an abstract (by fused rank) at each of its
+sources that serves them (Semantic Scholar, OpenAlex), then at depth 2 those of the top papers
+they reached (the plan: lyra_crawl.papers.citation_crawl); when the graph is done, it closes
+its query (lyra_crawl.session.closing.finish). Not for a query answered from the cache (its results'
 graph was fetched with them); a resumed query skips the lists it fetched whole before.
 
 Each request is an ordinary lyra request (RequestKind.CITATION): engine turn, breaker, daily

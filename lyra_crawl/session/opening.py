@@ -73,6 +73,9 @@ class OpenedQuery:
     query: RunningQuery
     first_pages: list[PagePlan] = field(default_factory=list)
     replay: list[ResultItem] = field(default_factory=list)
+    # Sources of a resumed query whose every page is stored already: no request; the pagination
+    # middleware stops them (`stop_with_pages_stored`).
+    pages_stored: list[str] = field(default_factory=list)
 
 
 async def open_query(
@@ -146,7 +149,9 @@ async def open_query(
             source,
             why,
         )
-    return OpenedQuery(query, first_pages=_first_pages(crawl, query))
+    pages_stored = [name for name in query.sources if _pages_stored(query, name)]
+    first_pages = _first_pages(crawl, query, pages_stored)
+    return OpenedQuery(query, first_pages=first_pages, pages_stored=pages_stored)
 
 
 def _query_record(
@@ -387,13 +392,26 @@ async def _start_paging(crawl: CrawlSession, query: RunningQuery, normalized: st
         )
 
 
-def _first_pages(crawl: CrawlSession, query: RunningQuery) -> list[PagePlan]:
+def _first_pages(
+    crawl: CrawlSession, query: RunningQuery, pages_stored: list[str]
+) -> list[PagePlan]:
     plans = []
     for source in query.sources:
+        if source in pages_stored:
+            continue
         plan = _first_page(crawl, query, crawl.config.engine(source))
         if plan is not None:
             plans.append(plan)
     return plans
+
+
+def _pages_stored(query: RunningQuery, source: str) -> bool:
+    """Whether a resumed query's unfinished source has its every page stored already."""
+    if source in query.stop_reasons:
+        return False
+    first = query.first_page
+    last = query.pagination.last_page(first, query.paging[source].page_cap)
+    return query.start_pages.get(source, first) > last
 
 
 def _first_page(crawl: CrawlSession, query: RunningQuery, spec: EngineSpec) -> PagePlan | None:
@@ -405,9 +423,5 @@ def _first_page(crawl: CrawlSession, query: RunningQuery, spec: EngineSpec) -> P
     if spec.token_page:
         return PagePlan(spec, PageRequest(url=spec.token_page), first, RequestKind.TOKEN_PAGE)
     start = query.start_pages.get(spec.name, first)
-    last = query.pagination.last_page(first, query.paging[spec.name].page_cap)
-    if start > last:
-        query.stop(spec.name, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
-        return None
     # The query was checked against the engine before it opened (_taking): this builds.
     return PagePlan(spec, crawl.page_request(query, spec, start), start)

@@ -39,7 +39,7 @@ from lyra_crawl.engines.request import (
 )
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.items import ResultItem
-from lyra_crawl.middlewares.pagination import stop_after_failure
+from lyra_crawl.middlewares.pagination import stop_after_failure, stop_with_pages_stored
 from lyra_crawl.query.arguments import LaunchPlan, SingleQuery, parse_launch
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.judging import judge, response_engine_url
@@ -102,10 +102,10 @@ class SerpSpider(scrapy.Spider):
         async for opened in launch(self.session, self.plan):
             for item in opened.replay:
                 yield item
+            for source in opened.pages_stored:
+                stop_with_pages_stored(opened.query, source)
             for plan in opened.first_pages:
-                yield self._request(
-                    opened.query, plan.spec, plan.page, plan.page_number, plan.kind
-                )
+                yield self._request(opened.query, plan.spec, plan.page, plan.page_number, plan.kind)
 
     def parse(self, response: Response) -> list[Any]:
         """One page's items, its PageOutcome and the proposed next-page request.
@@ -139,9 +139,7 @@ class SerpSpider(scrapy.Spider):
         if result.follow_up is not None:
             # The page is complete only with the follow-up's answer, parsed here in turn.
             follow_up = with_credentials(spec, result.follow_up, self.session.secrets)
-            return [
-                self._request(query, spec, follow_up, state.page_number, RequestKind.FOLLOW_UP)
-            ]
+            return [self._request(query, spec, follow_up, state.page_number, RequestKind.FOLLOW_UP)]
         kind = "api" if spec.scholarly else "serp"
         outputs: list[Any] = [
             ResultItem.place(
