@@ -1,4 +1,4 @@
-"""Benchmark of evidence selection (lyra_crawl.retrieval) on BEIR SciFact's train claims.
+"""Benchmark of document selection (lyra_crawl.retrieval) on BEIR SciFact's train claims.
 
 Run as ``python -m benchmarks retrieval`` or call ``run(shared_dir)``. Reads
 ``shared_dir/ir/scifact`` (the corpus, the 809 train claims and their judgements; SciFact's
@@ -11,9 +11,9 @@ defaults (engines.yaml `retrieval:`; no CrossEncoder, no LLM; facets off, the co
   0.665 nDCG@10 on the test claims);
 * ``candidates_recall_initial_k``: the recall of the candidates a selection scores at the
   default initial_k (each retriever's top 10, fused);
-* the floors that say "no relevant evidence" without a CrossEncoder (`semantic.floor`,
+* the floors that say "no relevant document" without a CrossEncoder (`semantic.floor`,
   `keyword.floor`): the share of train claims still answered (``floor_claims_answered``) and
-  the share of 20 off-topic questions answered with no evidence
+  the share of 20 off-topic questions answered with no document
   (``floor_offtopic_no_evidence``);
 * at 5,000 documents (the corpus's first 5,000): index build seconds and the median time of
   one ``select`` (default k and initial_k), wall and CPU (the machine is shared: CPU time is
@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from lyra_crawl.config import CrossEncoderStage, load_config
-from lyra_crawl.retrieval import CrossEncoder, Document, EvidenceIndex, EvidenceSelector
+from lyra_crawl.retrieval import CrossEncoder, Document, DocumentIndex, DocumentSelector
 from lyra_crawl.retrieval.models import load_wordllama
 
 PUBLISHED_BM25_NDCG10 = 0.665  # BEIR (Thakur et al., 2021), SciFact test, Anserini BM25
@@ -46,7 +46,7 @@ DEPTH = 100
 TIMED_DOCUMENTS = 5000
 TIMED_QUESTIONS = 200
 CROSS_ENCODER_CLAIMS = 200
-# Questions no SciFact abstract answers: the floor should answer them with no evidence.
+# Questions no SciFact abstract answers: the floor should answer them with no document.
 OFF_TOPIC = (
     "best pizza dough hydration for a home oven",
     "how do I tune a guitar to drop D",
@@ -89,8 +89,8 @@ def run(shared_dir: Path) -> dict[str, float]:
 
     figures = _embedded_model_cost()
     policy = replace(load_config().retrieval, facets={})
-    index = EvidenceIndex.build(documents, policy)
-    selector = EvidenceSelector(index)
+    index = DocumentIndex.build(documents, policy)
+    selector = DocumentSelector(index)
     lists: dict[str, dict[str, list[str]]] = {"bm25": {}, "semantic": {}, "fused": {}}
     default_candidates: dict[str, list[str]] = {}
     for claim, text in claims.items():
@@ -130,7 +130,7 @@ def _mean(values) -> float:
     return statistics.fmean(values)
 
 
-def _floor(selector: EvidenceSelector, claims: dict[str, str]) -> dict[str, float]:
+def _floor(selector: DocumentSelector, claims: dict[str, str]) -> dict[str, float]:
     """What the floors do: claims they still answer, off-topic questions they answer with none."""
     policy = selector.index.policy
     answered = sum(bool(selector.select(text).hits) for text in claims.values())
@@ -146,9 +146,9 @@ def _floor(selector: EvidenceSelector, claims: dict[str, str]) -> dict[str, floa
 def _timed(documents: list[Document], policy, questions: list[str]) -> dict[str, float]:
     """Wall and CPU time: on a shared machine the CPU time is what the work itself costs."""
     started, cpu = time.perf_counter(), time.process_time()
-    index = EvidenceIndex.build(documents, policy)
+    index = DocumentIndex.build(documents, policy)
     build, build_cpu = time.perf_counter() - started, time.process_time() - cpu
-    selector = EvidenceSelector(index)
+    selector = DocumentSelector(index)
     times, cpu_times = [], []
     for question in questions[:TIMED_QUESTIONS]:
         started, cpu = time.perf_counter(), time.process_time()

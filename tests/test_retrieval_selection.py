@@ -1,6 +1,6 @@
 """Selection's stages, each on and off: hybrid search, the CrossEncoder (a real small ONNX model
 built here), the LLM (the simulator's chat endpoint over HTTP, with every fault), the final
-choice and its "no relevant evidence", chunking, index updates and the audit record."""
+choice and its "no relevant document", chunking, index updates and the audit record."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from lyra_crawl.config import (
 from lyra_crawl.retrieval import (
     CrossEncoder,
     Document,
-    EvidenceIndex,
-    EvidenceSelector,
+    DocumentIndex,
+    DocumentSelector,
     FacetFilter,
     LlmEndpoint,
 )
@@ -52,8 +52,8 @@ POLICY = replace(load_config().retrieval)
 
 
 @pytest.fixture(scope="module")
-def index() -> EvidenceIndex:
-    return EvidenceIndex.build(CORPUS, POLICY)
+def index() -> DocumentIndex:
+    return DocumentIndex.build(CORPUS, POLICY)
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +67,9 @@ def ids(hits) -> list[str]:
 
 
 def test_without_cross_encoder_nor_llm_the_fused_order_decides_and_the_skips_say_why(
-    index: EvidenceIndex,
+    index: DocumentIndex,
 ) -> None:
-    selection = EvidenceSelector(index).select("do peat fires emit methane?")
+    selection = DocumentSelector(index).select("do peat fires emit methane?")
     assert ids(selection.hits)[0] == "peat" and len(selection.hits) == 3
     assert not selection.stage("cross_encoder").ran
     assert "no cross_encoder.model configured" in selection.stage("cross_encoder").detail
@@ -84,21 +84,21 @@ def test_without_cross_encoder_nor_llm_the_fused_order_decides_and_the_skips_say
     assert all(c.scores.fused > 0 for c in selection.candidates)
 
 
-def test_fusion_weights_turn_either_retriever_off(index: EvidenceIndex) -> None:
+def test_fusion_weights_turn_either_retriever_off(index: DocumentIndex) -> None:
     question = "sea ice"
     keyword_only = replace(POLICY, fusion=Fusion(semantic_weight=0.0, keyword_weight=1.0))
-    selector = EvidenceSelector(EvidenceIndex.build(CORPUS, keyword_only))
+    selector = DocumentSelector(DocumentIndex.build(CORPUS, keyword_only))
     found = selector.hybrid(question, 10)
     assert ids(found.fused)[: len(found.keyword.chunks)] == [
         c.document.id for c in found.keyword.chunks
     ]
     semantic_only = replace(POLICY, fusion=Fusion(semantic_weight=1.0, keyword_weight=0.0))
-    found = EvidenceSelector(EvidenceIndex.build(CORPUS, semantic_only)).hybrid(question, 10)
+    found = DocumentSelector(DocumentIndex.build(CORPUS, semantic_only)).hybrid(question, 10)
     assert ids(found.fused) == [c.document.id for c in found.semantic.chunks]
 
 
-def test_facets_named_or_given_narrow_the_candidates(index: EvidenceIndex) -> None:
-    selector = EvidenceSelector(index)
+def test_facets_named_or_given_narrow_the_candidates(index: DocumentIndex) -> None:
+    selector = DocumentSelector(index)
     selection = selector.select("papers since 2021 about methane")
     assert selection.stage("facets").ran
     assert set(ids(selection.candidates)) <= {"peat", "wet", "prot"}
@@ -114,20 +114,20 @@ def test_facets_named_or_given_narrow_the_candidates(index: EvidenceIndex) -> No
     assert ids(replaced.hits) == ["haze"] and not replaced.facets.carried
 
 
-def test_a_facet_that_keeps_nothing_is_no_relevant_evidence_with_the_reason(
-    index: EvidenceIndex,
+def test_a_facet_that_keeps_nothing_is_no_relevant_document_with_the_reason(
+    index: DocumentIndex,
 ) -> None:
-    selection = EvidenceSelector(index).select("methane on pubmed")
-    assert selection.no_relevant_evidence and not selection.candidates
+    selection = DocumentSelector(index).select("methane on pubmed")
+    assert selection.no_relevant_document and not selection.candidates
     assert selection.reason == (
         "the facets keep no document: no document has a source to match source=pubmed"
     )
 
 
 def test_the_cross_encoder_scores_every_candidate_and_its_threshold_drops(
-    index: EvidenceIndex, cross_encoder: CrossEncoder
+    index: DocumentIndex, cross_encoder: CrossEncoder
 ) -> None:
-    selector = EvidenceSelector(index, cross_encoder=cross_encoder)
+    selector = DocumentSelector(index, cross_encoder=cross_encoder)
     selection = selector.select("do fires emit methane?", k=3)
     stage = selection.stage("cross_encoder")
     assert stage.ran and stage.model.startswith(f"{cross_encoder.name} (model.onnx:")
@@ -138,21 +138,21 @@ def test_the_cross_encoder_scores_every_candidate_and_its_threshold_drops(
     assert "below -3 dropped" in stage.detail
     # No candidate shares a word with the question: every score is -5, below -3.
     none = selector.select("quantum chromodynamics lattice")
-    assert none.no_relevant_evidence
+    assert none.no_relevant_document
     assert none.reason.startswith("every candidate is below the CrossEncoder threshold")
 
 
-def test_without_a_cross_encoder_the_floors_say_no_relevant_evidence(
-    index: EvidenceIndex,
+def test_without_a_cross_encoder_the_floors_say_no_relevant_document(
+    index: DocumentIndex,
 ) -> None:
-    selection = EvidenceSelector(index).select("quantum chromodynamics on a lattice of fires")
-    assert selection.no_relevant_evidence and selection.candidates
+    selection = DocumentSelector(index).select("quantum chromodynamics on a lattice of fires")
+    assert selection.no_relevant_document and selection.candidates
     assert selection.reason.startswith("no document is semantically close (best 0.")
     assert "nor has most of the question's words (best 25% < keyword.floor 70%)" in (
         selection.reason
     )
     assert all(c.scores.keyword_coverage is not None for c in selection.candidates)
-    answered = EvidenceSelector(index).select("quantum fires emit methane")
+    answered = DocumentSelector(index).select("quantum fires emit methane")
     assert ids(answered.hits)[0] == "peat"
 
 
@@ -186,7 +186,7 @@ def test_the_cross_encoder_is_found_by_path_and_by_name_in_the_hub_cache(
 def test_a_stronger_semantic_model_by_path_replaces_the_embedded_one(tmp_path: Path) -> None:
     folder = onnx_models.embedding_model(tmp_path / "embedder", WORDS)
     policy = replace(POLICY, semantic=SemanticSearch(model=str(folder)))
-    selection = EvidenceSelector(EvidenceIndex.build(CORPUS, policy)).select("sea ice")
+    selection = DocumentSelector(DocumentIndex.build(CORPUS, policy)).select("sea ice")
     assert selection.stage("semantic").model.startswith("model.onnx:")
     assert ids(selection.hits)[0] == "ice"
 
@@ -195,18 +195,18 @@ def test_long_texts_are_chunked_by_tokens_and_a_chunk_names_its_document() -> No
     words = " ".join(f"word{i}." for i in range(1500))
     long = Document("long", "A long report", f"{words} Methane hydrates melt.")
     policy = replace(POLICY, chunk_size=600, chunk_overlap=75)
-    index = EvidenceIndex.build([long, *CORPUS], policy)
+    index = DocumentIndex.build([long, *CORPUS], policy)
     chunks = [c for c in index.chunks if c.document.id == "long"]
     assert len(chunks) > 1 and all(c.text.startswith("A long report\n") for c in chunks)
     tokenizer = index.embedder.tokenizer
     sizes = [len(tokenizer.encode(c.body, add_special_tokens=False).ids) for c in chunks]
     assert max(sizes) <= 601  # a token split at a window's edge may count once more
-    hit = EvidenceSelector(index).select("methane hydrates").hits[0]
+    hit = DocumentSelector(index).select("methane hydrates").hits[0]
     assert hit.document_id == "long" and hit.chunk.index == len(chunks) - 1
 
 
 def test_adding_documents_embeds_only_what_is_new_and_changes_the_version() -> None:
-    index = EvidenceIndex.build(CORPUS[:4], POLICY)
+    index = DocumentIndex.build(CORPUS[:4], POLICY)
     first = index.version
     update = index.add(CORPUS[2:6])
     assert (update.added, update.replaced, update.unchanged) == (2, 0, 2)
@@ -214,21 +214,21 @@ def test_adding_documents_embeds_only_what_is_new_and_changes_the_version() -> N
     changed = replace(CORPUS[0], text="Peat fires emit carbon monoxide.")
     update = index.add([changed])
     assert (update.added, update.replaced) == (0, 1)
-    hit = EvidenceSelector(index).select("carbon monoxide from peat").hits[0]
+    hit = DocumentSelector(index).select("carbon monoxide from peat").hits[0]
     assert hit.document_id == "peat" and "monoxide" in hit.chunk.text
 
 
 def llm_selector(
-    index: EvidenceIndex, url: str, model: str, cross_encoder: CrossEncoder | None = None, **llm
-) -> EvidenceSelector:
+    index: DocumentIndex, url: str, model: str, cross_encoder: CrossEncoder | None = None, **llm
+) -> DocumentSelector:
     policy = replace(index.policy, llm=replace(index.policy.llm, **llm))
-    rebuilt = EvidenceIndex.build(CORPUS, policy, embedder=index.embedder)
+    rebuilt = DocumentIndex.build(CORPUS, policy, embedder=index.embedder)
     endpoint = LlmEndpoint(f"{url}/llm/v1", model, "secret-key")
-    return EvidenceSelector(rebuilt, cross_encoder=cross_encoder, llm=endpoint)
+    return DocumentSelector(rebuilt, cross_encoder=cross_encoder, llm=endpoint)
 
 
 def test_the_llm_rates_the_candidates_over_http_and_keeps_its_top_five(
-    index: EvidenceIndex, start_simulator
+    index: DocumentIndex, start_simulator
 ) -> None:
     simulator = start_simulator()
     selector = llm_selector(index, simulator.url, "sim", skip_at_most=2, keep=5)
@@ -260,10 +260,10 @@ def test_the_llm_rates_the_candidates_over_http_and_keeps_its_top_five(
     ],
 )
 def test_every_llm_fault_skips_the_stage_with_its_reason_and_keeps_the_earlier_order(
-    index: EvidenceIndex, cross_encoder: CrossEncoder, start_simulator, model: str, reason: str
+    index: DocumentIndex, cross_encoder: CrossEncoder, start_simulator, model: str, reason: str
 ) -> None:
     simulator = start_simulator()
-    plain = EvidenceSelector(index, cross_encoder=cross_encoder).select("do fires emit methane?")
+    plain = DocumentSelector(index, cross_encoder=cross_encoder).select("do fires emit methane?")
     selector = llm_selector(
         index, simulator.url, model, cross_encoder, skip_at_most=2, timeout_s=0.5
     )
@@ -275,9 +275,9 @@ def test_every_llm_fault_skips_the_stage_with_its_reason_and_keeps_the_earlier_o
     assert all(c.scores.llm is None for c in selection.candidates)
 
 
-def test_credentials_in_the_llm_url_never_show(index: EvidenceIndex, refused_port: int) -> None:
+def test_credentials_in_the_llm_url_never_show(index: DocumentIndex, refused_port: int) -> None:
     endpoint = LlmEndpoint(f"http://user:pw@127.0.0.1:{refused_port}/v1", "m", "secret-key")
-    selection = EvidenceSelector(index, llm=endpoint).select(
+    selection = DocumentSelector(index, llm=endpoint).select(
         "do peat fires emit methane?", initial_k=10
     )
     stage = selection.stage("llm")
@@ -286,9 +286,9 @@ def test_credentials_in_the_llm_url_never_show(index: EvidenceIndex, refused_por
 
 
 def test_the_audit_record_keeps_every_stage_score_model_and_final_rank(
-    index: EvidenceIndex, cross_encoder: CrossEncoder
+    index: DocumentIndex, cross_encoder: CrossEncoder
 ) -> None:
-    selector = EvidenceSelector(index, cross_encoder=cross_encoder)
+    selector = DocumentSelector(index, cross_encoder=cross_encoder)
     selector.select("papers since 2021 on methane", conversation="audit")
     selection = selector.select("and fires?", conversation="audit")
     record = selection.record()
@@ -312,6 +312,6 @@ def test_the_audit_record_keeps_every_stage_score_model_and_final_rank(
     assert "text" not in str(as_dict["candidates"])
 
 
-def test_an_empty_index_has_no_evidence() -> None:
-    selection = EvidenceSelector(EvidenceIndex.build([], RetrievalPolicy())).select("methane")
-    assert selection.no_relevant_evidence and selection.candidates == ()
+def test_an_empty_index_has_no_relevant_document() -> None:
+    selection = DocumentSelector(DocumentIndex.build([], RetrievalPolicy())).select("methane")
+    assert selection.no_relevant_document and selection.candidates == ()

@@ -1,4 +1,4 @@
-"""`scrapy select "QUESTION"`: the evidence a task collected that answers a question.
+"""`scrapy select "QUESTION"`: the documents a task collected that answer a question.
 
 Documents: `--task T`, `--batch ID`, `--query-id N` (repeatable), the whole store (none of
 these), or `--corpus FILE.jsonl` (BEIR's corpus shape plus optional facet fields). The stages
@@ -7,7 +7,7 @@ LYRA_LLM_MODEL and LYRA_LLM_API_KEY. `--questions FILE` (BEIR queries) answers e
 of the file over one index, one JSON line each. `--conversation NAME` carries the facets of
 NAME's last question to a question that names none (kept under LYRA_DATA_DIR/conversations).
 
-Exit status 0 with hits, 1 with no relevant evidence (with --questions: for none of them), 2 for
+Exit status 0 with hits, 1 with no relevant document (with --questions: for none of them), 2 for
 a usage, config, model or store error, with one line saying which and the fix.
 """
 
@@ -28,7 +28,7 @@ from lyra_crawl.config import ConfigError, RetrievalPolicy, load_config
 from lyra_crawl.session.saved_pages import data_dir
 
 if TYPE_CHECKING:
-    from lyra_crawl.retrieval import Document, EvidenceSelector, LlmEndpoint, Selection
+    from lyra_crawl.retrieval import Document, DocumentSelector, LlmEndpoint, Selection
 
 # lyra_crawl.retrieval (numpy, tokenizers, bm25s: a quarter of a second) is imported when a
 # selection runs, not here: Scrapy imports every command module at the start of every command,
@@ -54,7 +54,7 @@ class Command(ScrapyCommand):
         )
 
     def short_desc(self) -> str:
-        return "Choose the evidence that answers a question among what a task collected"
+        return "Choose the documents that answer a question among what a task collected"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -161,18 +161,18 @@ class Command(ScrapyCommand):
 
     def _selector(
         self, policy: RetrievalPolicy, documents: list[Document], llm: LlmEndpoint | None
-    ) -> EvidenceSelector:
+    ) -> DocumentSelector:
         from lyra_crawl.retrieval import (
             ConversationsInFolder,
             CrossEncoder,
-            EvidenceIndex,
-            EvidenceSelector,
+            DocumentIndex,
+            DocumentSelector,
         )
 
         cross_encoder = CrossEncoder(policy.cross_encoder) if policy.cross_encoder.model else None
-        index = EvidenceIndex.build(documents, policy)
+        index = DocumentIndex.build(documents, policy)
         folder = data_dir(self.settings) / CONVERSATIONS_FOLDER
-        return EvidenceSelector(
+        return DocumentSelector(
             index,
             cross_encoder=cross_encoder,
             llm=llm,
@@ -180,7 +180,7 @@ class Command(ScrapyCommand):
         )
 
     @staticmethod
-    def _select(selector: EvidenceSelector, question: str, opts: argparse.Namespace) -> Selection:
+    def _select(selector: DocumentSelector, question: str, opts: argparse.Namespace) -> Selection:
         return selector.select(
             question, k=opts.k, initial_k=opts.initial_k, conversation=opts.conversation
         )
@@ -225,7 +225,7 @@ def _shown(selection: Selection, question_id: str, *, as_json: bool, explain: bo
             if not s.ran and s.name in ("cross_encoder", "llm")
         ]
     if not selection.hits:
-        lines.append(f"no relevant evidence: {selection.reason}")
+        lines.append(f"no relevant document: {selection.reason}")
     for rank, hit in enumerate(selection.hits, start=1):
         chunk = hit.chunk
         part = f" (chunk {chunk.index + 1})" if chunk.index else ""
@@ -268,7 +268,7 @@ def _as_json(selection: Selection, question_id: str, explain: bool) -> dict[str,
     answer: dict[str, Any] = {"question": selection.question}
     if question_id:
         answer = {"_id": question_id, **answer}
-    answer["status"] = "hits" if selection.hits else "no_relevant_evidence"
+    answer["status"] = "hits" if selection.hits else "no_relevant_document"
     if selection.reason:
         answer["reason"] = selection.reason
     answer["facets"] = selection.facets.describe()

@@ -1,4 +1,4 @@
-"""Evidence selection over what a task collected, or any documents (pure: no Scrapy, no SQL).
+"""Document selection over what a task collected, or any documents (pure: no Scrapy, no SQL).
 
 The stages, in order (DESIGN.md "Selection flow"): the facets a question names filter the
 documents (a question naming none carries its conversation's last facets); BM25 and a semantic
@@ -6,17 +6,17 @@ model each find their top `initial_k`, fused by weighted reciprocal rank fusion;
 scores every candidate (skipped, saying so, when none is configured); an LLM rates them 0-10
 when more than 5 remain; the final score weighs the stages that ran, drops candidates below the
 CrossEncoder's threshold (or the semantic floor without one) and returns the top `final_k`, or
-"no relevant evidence" with the reason. Every score and every skip is kept on the result.
+"no relevant document" with the reason. Every score and every skip is kept on the result.
 
-    from lyra_crawl.retrieval import Document, EvidenceIndex, EvidenceSelector
+    from lyra_crawl.retrieval import Document, DocumentIndex, DocumentSelector
 
-    index = EvidenceIndex.build([Document("1", "Peat fires", "Peat fires emit methane...",
+    index = DocumentIndex.build([Document("1", "Peat fires", "Peat fires emit methane...",
                                           {"year": 2021})])
-    selection = EvidenceSelector(index).select("do peat fires emit methane?", k=3)
+    selection = DocumentSelector(index).select("do peat fires emit methane?", k=3)
     for hit in selection.hits:
         print(hit.document_id, hit.scores.final, hit.chunk.text)
 
-Settings are a `RetrievalPolicy` (engines.yaml `retrieval:`); `EvidenceIndex.add` updates an
+Settings are a `RetrievalPolicy` (engines.yaml `retrieval:`); `DocumentIndex.add` updates an
 index with new or changed documents; `Selection.record()` is the audit record.
 """
 
@@ -29,7 +29,7 @@ from lyra_crawl.retrieval.facets import (
     FacetFilter,
 )
 from lyra_crawl.retrieval.llm import LlmEndpoint
-from lyra_crawl.retrieval.pipeline import EvidenceIndex, EvidenceSelector, IndexUpdate
+from lyra_crawl.retrieval.pipeline import DocumentIndex, DocumentSelector, IndexUpdate
 from lyra_crawl.retrieval.records import (
     Candidate,
     CandidateRecord,
@@ -47,8 +47,8 @@ __all__ = [
     "ConversationsInMemory",
     "CrossEncoder",
     "Document",
-    "EvidenceIndex",
-    "EvidenceSelector",
+    "DocumentIndex",
+    "DocumentSelector",
     "FacetDecision",
     "FacetFilter",
     "IndexUpdate",

@@ -1,7 +1,7 @@
-"""The evidence index (build, update) and the selector that runs the stages over it. Pure.
+"""The document index (build, update) and the selector that runs the stages over it. Pure.
 
-    index = EvidenceIndex.build(documents, policy)        # or EvidenceIndex(policy).add(...)
-    selector = EvidenceSelector(index, cross_encoder=..., llm=...)
+    index = DocumentIndex.build(documents, policy)        # or DocumentIndex(policy).add(...)
+    selector = DocumentSelector(index, cross_encoder=..., llm=...)
     selection = selector.select("which papers say X?", k=3, conversation="peat")
 
 Adding documents embeds only the new or changed ones; a document added again with the same id
@@ -51,7 +51,7 @@ class IndexUpdate:
     chunks: int
 
 
-class EvidenceIndex:
+class DocumentIndex:
     """The documents' chunks, their BM25 index and their vectors."""
 
     def __init__(self, policy: RetrievalPolicy, embedder: Embedder | None = None) -> None:
@@ -75,7 +75,7 @@ class EvidenceIndex:
         documents: Iterable[Document],
         policy: RetrievalPolicy | None = None,
         embedder: Embedder | None = None,
-    ) -> EvidenceIndex:
+    ) -> DocumentIndex:
         index = cls(policy or RetrievalPolicy(), embedder)
         index.add(documents)
         return index
@@ -157,12 +157,12 @@ class Hybrid:
     fused: list[Candidate]
 
 
-class EvidenceSelector:
+class DocumentSelector:
     """Runs a question through the stages over an index; remembers conversations' facets."""
 
     def __init__(
         self,
-        index: EvidenceIndex,
+        index: DocumentIndex,
         *,
         cross_encoder: CrossEncoder | None = None,
         llm: LlmEndpoint | None = None,
@@ -197,7 +197,7 @@ class EvidenceSelector:
         facets: Sequence[FacetFilter] | None = None,
         conversation: str | None = None,
     ) -> Selection:
-        """The top `k` evidence for `question` (policy's final_k by default).
+        """The top `k` documents for `question` (policy's final_k by default).
 
         `facets` given are used as named instead of those the question names; `conversation`
         carries the last question's facets to a question that names none.

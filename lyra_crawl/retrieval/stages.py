@@ -117,7 +117,7 @@ class Choice:
 class FinalChoice:
     """final = weighted mean of the min-max normalised scores of the stages that ran; top k.
 
-    Without a CrossEncoder its threshold cannot say "no relevant evidence"; two floors do: no
+    Without a CrossEncoder its threshold cannot say "no relevant document"; two floors do: no
     candidate semantically close (`semantic.floor`) and none sharing most of the question's
     words (`keyword.floor`) means there is none.
     """
@@ -156,7 +156,7 @@ class FinalChoice:
         return Choice(final, () if reason else final[:k], run, reason)
 
     def _below_floors(self, candidates: Sequence[Candidate]) -> str:
-        """Why no candidate is evidence by the floors, or "" when one is."""
+        """Why no candidate is relevant by the floors, or "" when one is."""
         semantic_floor = self._policy.semantic.floor
         keyword_floor = self._policy.keyword.floor
         closest = max(
