@@ -88,7 +88,7 @@ class Command(ScrapyCrawlCommand):
 
     def _refuse(self, message: str) -> None:
         """One `error:` line, exit 2; in the log file too (a Scrapyd job's log), marked so that
-        the side that scheduled the job finds it (lyra_crawl.batch.scrapyd.job_refusal)."""
+        whoever scheduled the job finds it (lyra_crawl.batch.scrapyd.job_refusal)."""
         print(f"error: {message}", file=sys.stderr)
         if self.settings.get("LOG_FILE"):
             logger.error("%s%s", REFUSED, message)

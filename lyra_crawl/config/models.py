@@ -251,7 +251,7 @@ class EngineSpec:
     follow_up: FollowUp | None = None
     max_query_length: Whole = 2000
     blocks: Annotated[tuple[CheckedBlockRule, ...], null_as(())] = ()
-    # A scholarly source (paper records, not web pages): the unified-sources side of a crawl.
+    # A scholarly source (paper records, not web pages): one of a crawl's unified sources.
     scholarly: Flag = False
 
     @property

@@ -1,7 +1,7 @@
 """Tell a block page (CAPTCHA, JS wall, geo-block, 403/429, soft block) from a page of results.
 
 Pure. Markers come from the engine's `blocks` in search_parsers.yaml; a page with none of them
-and no results is still a CAPTCHA when it holds a challenge (CHALLENGE_EVIDENCE); a soft block
+and no results is still a CAPTCHA when it holds a challenge (CHALLENGE_ELEMENTS); a soft block
 is a page that repeats the previous page of the same source.
 """
 
@@ -23,7 +23,7 @@ STATUS_BLOCKS = {429: Outcome.RATE_LIMITED}
 # ALTCHA, an engine's own: Google's captcha-form, DuckDuckGo's challenge-form, Mojeek's
 # captcha-wrap, Brave's captcha card). Only a page without results is looked at: a results page
 # may load such a script for a form of its own.
-CHALLENGE_EVIDENCE = (
+CHALLENGE_ELEMENTS = (
     ("a challenge form", "//form[contains(@action, 'captcha') or contains(@action, 'challenge')]"),
     (
         "a CAPTCHA element",
@@ -60,11 +60,11 @@ def detect_block(
     return answer_block(spec, status, url)
 
 
-def challenge_evidence(page: Selector | None) -> str:
-    """The challenge the page holds (CHALLENGE_EVIDENCE), said for a detail; '' when none."""
+def challenge_element(page: Selector | None) -> str:
+    """The challenge the page holds (CHALLENGE_ELEMENTS), said for a detail; '' when none."""
     if page is None:
         return ""
-    for name, xpath in CHALLENGE_EVIDENCE:
+    for name, xpath in CHALLENGE_ELEMENTS:
         found = page.xpath(xpath)
         if found:
             attributes = found[0].root.attrib

@@ -164,7 +164,7 @@ def _matching_layout(layouts: Sequence[Layout], root: etree._Element) -> tuple[L
 
 
 def outbound_links(spec: EngineSpec, page: Selector) -> int:
-    """How many links on the page lead off the engine's own site (evidence of a stale parser)."""
+    """How many links on the page lead off the engine's own site (a sign of a stale parser)."""
     own = spec.host.removeprefix("www.")
     count = 0
     for href in page.xpath("//a/@href").getall():

@@ -6,7 +6,7 @@ errors, error documents, a page number other than the one asked for, then result
 An HTML page: HTTP errors, then its results, which only its status or a block URL overrule (a
 snippet may quote a block page's words); a page without results is a block by its markers,
 else the engine's no-results page (empty), else a CAPTCHA when it holds a challenge (a widget,
-a challenge form or script: blocks.CHALLENGE_EVIDENCE), else layout_changed.
+a challenge form or script: blocks.CHALLENGE_ELEMENTS), else layout_changed.
 Every result is vetted here too, whatever family found it: one that is no web URL, has no
 title, or whose URL or title is too long to be real is dropped and counted by reason.
 """
@@ -32,7 +32,7 @@ from lyra_crawl.engines import (
 from lyra_crawl.engines.base import Extracted, Outcome, ParseResult, SerpResult
 from lyra_crawl.engines.blocks import (
     answer_block,
-    challenge_evidence,
+    challenge_element,
     detect_block,
     found_marker,
 )
@@ -121,7 +121,7 @@ def _without_page(
     block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
-    challenge = challenge_evidence(page)
+    challenge = challenge_element(page)
     if challenge:
         return ParseResult(
             outcome=Outcome.CAPTCHA, detail=f"HTTP {status}, a challenge ({challenge})"
@@ -145,7 +145,7 @@ def _without_results(
         marker = found_marker(shown, page, markers.body_contains, markers.xpath)
         if marker:
             return replace(result, detail=f"the engine's no-results page ({marker})")
-    challenge = challenge_evidence(page)
+    challenge = challenge_element(page)
     if challenge:
         return replace(result, outcome=Outcome.CAPTCHA, detail=f"a challenge ({challenge})")
     links = html.outbound_links(spec, page)

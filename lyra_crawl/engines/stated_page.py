@@ -39,7 +39,7 @@ NEXT_FORMS = (
 class StatedPage:
     number: int
     # How the page says it, for people: "the pager marks page 2".
-    evidence: str
+    statement: str
 
 
 def stated_page(spec: EngineSpec, page: Selector | None, url: str = "") -> StatedPage | None:

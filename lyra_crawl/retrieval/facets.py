@@ -157,7 +157,7 @@ def _year_filter(
         (rule.before, -1, "high"),
         (rule.exact, 0, "both"),
     )
-    for words, shift, side in bounds:
+    for words, shift, bound in bounds:
         if not words:
             continue
         pattern = rf"{_phrases(words).pattern}\s+(?P<year>{_YEAR})\b"
@@ -165,8 +165,8 @@ def _year_filter(
             if any(s <= match.start() < e for s, e in spans):
                 continue
             year = int(match["year"]) + shift
-            low = year if side in ("low", "both") else low
-            high = year if side in ("high", "both") else high
+            low = year if bound in ("low", "both") else low
+            high = year if bound in ("high", "both") else high
             spans.append(match.span())
     if low is None and high is None:
         return None, []

@@ -2,7 +2,7 @@
 
 Words are lower-cased, English stopwords dropped and stemmed with the Snowball stemmer
 (PyStemmer) unless `keyword.stemmer` is `none`. bm25s indexes a fixed corpus, so adding chunks
-rebuilds the index: under a second for 5,000 abstracts, where the semantic side only embeds
+rebuilds the index: under a second for 5,000 abstracts, where the semantic stage only embeds
 what is new (lyra_crawl.retrieval.semantic).
 """
 
