@@ -63,7 +63,7 @@ class LlmRater:
     def __init__(self, endpoint: LlmEndpoint, timeout_s: float) -> None:
         self.endpoint = endpoint
         self._timeout_s = timeout_s
-        self._session = requests.Session()
+        self._http = requests.Session()
 
     def rate(self, question: str, passages: Sequence[str]) -> list[float]:
         """One rating 0-10 per passage, in order; LlmSkipped with the reason otherwise."""
@@ -82,7 +82,7 @@ class LlmRater:
         headers = {"Authorization": f"Bearer {endpoint.api_key}"} if endpoint.api_key else {}
         where = f"{endpoint.shown_url.rstrip('/')}/chat/completions"
         try:
-            response = self._session.post(
+            response = self._http.post(
                 f"{endpoint.url.rstrip('/')}/chat/completions",
                 json=body,
                 headers=headers,

@@ -105,7 +105,7 @@ class OnnxTextModel:
     @classmethod
     def load(cls, name: str, setting: str, max_tokens: int) -> OnnxTextModel:
         model = cls(model_folder(name, setting), setting, max_tokens)
-        model.session  # noqa: B018 - load now, so a broken model fails before any question
+        model.inference  # noqa: B018 - load now, so a broken model fails before any question
         return model
 
     @cached_property
@@ -123,7 +123,7 @@ class OnnxTextModel:
         return tokenizer
 
     @cached_property
-    def session(self) -> Any:
+    def inference(self) -> Any:
         import onnxruntime
 
         found = [self.folder / name for name in ONNX_FILES if (self.folder / name).is_file()]
@@ -159,9 +159,9 @@ class OnnxTextModel:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in {i.name for i in self.session.get_inputs()}:
+        if "token_type_ids" in {i.name for i in self.inference.get_inputs()}:
             feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
-        return self.session.run(None, feed)[0], mask
+        return self.inference.run(None, feed)[0], mask
 
 
 def _first_line(exc: Exception) -> str:
