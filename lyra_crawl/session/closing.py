@@ -28,16 +28,16 @@ async def finish(crawl: CrawlSession, query: RunningQuery) -> None:
     """Close a query nothing of which is left: finished, or interrupted when a backend failed
     (left to `resume=true`)."""
     failed = crawl.storage_failure is not None
-    await close(crawl, query, QueryStatus.INTERRUPTED if failed else QueryStatus.FINISHED)
+    await close_query(crawl, query, QueryStatus.INTERRUPTED if failed else QueryStatus.FINISHED)
 
 
-async def close(crawl: CrawlSession, query: RunningQuery, status: QueryStatus) -> None:
+async def close_query(crawl: CrawlSession, query: RunningQuery, status: QueryStatus) -> None:
     """Store what is left of the query, close it with `status`, and let the next one open."""
     query.closing = True
     try:
         await crawl.store_completed_pages(query)
         if not crawl.store_failed:
-            await _close_query(crawl, query, status)
+            await _close_row(crawl, query, status)
     finally:
         await crawl.unregister(query)
 
@@ -66,7 +66,8 @@ async def save_query_papers(crawl: CrawlSession, query: RunningQuery) -> None:
                 crawl.stats.inc_value(f"lyra/papers/{attribution}", count)
 
 
-async def _close_query(crawl: CrawlSession, query: RunningQuery, status: QueryStatus) -> None:
+async def _close_row(crawl: CrawlSession, query: RunningQuery, status: QueryStatus) -> None:
+    """Its papers saved, its row finished, its cache entry and batch entry written."""
     store = crawl.store
     query_id = query.query_id
     for reason in query.stop_reasons.values():

@@ -111,7 +111,7 @@ class CrawlSession:
     async def open_backends(self) -> None:
         self._backends = await open_backends(self._backend_urls)
 
-    async def close(self) -> None:
+    async def close_backends(self) -> None:
         """The spider has closed and its queries with it: backends closed, parser stopped."""
         if self._backends is not None:
             await self._backends.close()

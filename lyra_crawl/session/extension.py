@@ -20,7 +20,7 @@ from scrapy.exceptions import DontCloseSpider
 from lyra_crawl.backends.records import QueryStatus
 from lyra_crawl.config import load_config
 from lyra_crawl.session import citations
-from lyra_crawl.session.closing import close
+from lyra_crawl.session.closing import close_query
 from lyra_crawl.session.crawl import CrawlSession
 
 
@@ -66,6 +66,6 @@ class CrawlSessionExtension(CrawlSession):
             query.ledger.flush_all()
             if not self.store_failed:
                 await citations.cancel(self, query)
-            await close(self, query, status)
-        await self.close()
+            await close_query(self, query, status)
+        await self.close_backends()
         gc.unfreeze()
