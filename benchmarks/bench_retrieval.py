@@ -11,7 +11,7 @@ defaults (engines.yaml `retrieval:`; no CrossEncoder, no LLM; facets off, the co
   0.665 nDCG@10 on the test claims);
 * ``candidates_recall_initial_k``: the recall of the candidates a selection scores at the
   default initial_k (each retriever's top 10, fused);
-* the floors that say "no relevant document" without a CrossEncoder (`semantic.floor`,
+* the floors that say "no relevant evidence" without a CrossEncoder (`semantic.floor`,
   `keyword.floor`): the share of train claims still answered (``floor_claims_answered``) and
   the share of 20 off-topic questions answered with no document
   (``floor_offtopic_no_evidence``);

@@ -1,6 +1,6 @@
 """Selection's stages, each on and off: hybrid search, the CrossEncoder (a real small ONNX model
 built here), the LLM (the simulator's chat endpoint over HTTP, with every fault), the final
-choice and its "no relevant document", chunking, index updates and the audit record."""
+choice and its "no relevant evidence", chunking, index updates and the audit record."""
 
 from __future__ import annotations
 
@@ -114,11 +114,11 @@ def test_facets_named_or_given_narrow_the_candidates(index: DocumentIndex) -> No
     assert ids(replaced.hits) == ["haze"] and not replaced.facets.carried
 
 
-def test_a_facet_that_keeps_nothing_is_no_relevant_document_with_the_reason(
+def test_a_facet_that_keeps_nothing_is_no_relevant_evidence_with_the_reason(
     index: DocumentIndex,
 ) -> None:
     selection = DocumentSelector(index).select("methane on pubmed")
-    assert selection.no_relevant_document and not selection.candidates
+    assert selection.no_relevant_evidence and not selection.candidates
     assert selection.reason == (
         "the facets keep no document: no document has a source to match source=pubmed"
     )
@@ -138,15 +138,15 @@ def test_the_cross_encoder_scores_every_candidate_and_its_threshold_drops(
     assert "below -3 dropped" in stage.detail
     # No candidate shares a word with the question: every score is -5, below -3.
     none = selector.select("quantum chromodynamics lattice")
-    assert none.no_relevant_document
+    assert none.no_relevant_evidence
     assert none.reason.startswith("every candidate is below the CrossEncoder threshold")
 
 
-def test_without_a_cross_encoder_the_floors_say_no_relevant_document(
+def test_without_a_cross_encoder_the_floors_say_no_relevant_evidence(
     index: DocumentIndex,
 ) -> None:
     selection = DocumentSelector(index).select("quantum chromodynamics on a lattice of fires")
-    assert selection.no_relevant_document and selection.candidates
+    assert selection.no_relevant_evidence and selection.candidates
     assert selection.reason.startswith("no document is semantically close (best 0.")
     assert "nor has most of the question's words (best 25% < keyword.floor 70%)" in (
         selection.reason
@@ -312,6 +312,6 @@ def test_the_audit_record_keeps_every_stage_score_model_and_final_rank(
     assert "text" not in str(as_dict["candidates"])
 
 
-def test_an_empty_index_has_no_relevant_document() -> None:
+def test_an_empty_index_has_no_relevant_evidence() -> None:
     selection = DocumentSelector(DocumentIndex.build([], RetrievalPolicy())).select("methane")
-    assert selection.no_relevant_document and selection.candidates == ()
+    assert selection.no_relevant_evidence and selection.candidates == ()

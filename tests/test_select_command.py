@@ -92,12 +92,12 @@ def test_select_on_a_corpus_answers_explains_and_exits_by_outcome(tmp_path: Path
 
     nothing = select("peat fires on crossref", "--corpus", corpus, env=env)
     assert nothing.returncode == 1
-    assert "no relevant document: the facets keep no document: no document matches " in (
+    assert "no relevant evidence: the facets keep no document: no document matches " in (
         nothing.stdout
     )
     off_topic = select("quantum chromodynamics lattice", "--corpus", corpus, "--json", env=env)
     assert off_topic.returncode == 1
-    assert json.loads(off_topic.stdout)["status"] == "no_relevant_document"
+    assert json.loads(off_topic.stdout)["status"] == "no_relevant_evidence"
 
 
 def test_questions_file_and_conversation_carry_over_across_runs(tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_questions_file_and_conversation_carry_over_across_runs(tmp_path: Path) 
     lines = [json.loads(line) for line in batch.stdout.splitlines()]
     assert [(a["_id"], a["status"]) for a in lines] == [
         ("q1", "hits"),
-        ("q2", "no_relevant_document"),
+        ("q2", "no_relevant_evidence"),
     ]
     assert lines[0]["hits"][0]["document_id"] == "wet"
 

@@ -7,7 +7,7 @@ LYRA_LLM_MODEL and LYRA_LLM_API_KEY. `--questions FILE` (BEIR queries) answers e
 of the file over one index, one JSON line each. `--conversation NAME` carries the facets of
 NAME's last question to a question that names none (kept under LYRA_DATA_DIR/conversations).
 
-Exit status 0 with hits, 1 with no relevant document (with --questions: for none of them), 2 for
+Exit status 0 with hits, 1 with no relevant evidence (with --questions: for none of them), 2 for
 a usage, config, model or store error, with one line saying which and the fix.
 """
 
@@ -225,7 +225,7 @@ def _shown(selection: Selection, question_id: str, *, as_json: bool, explain: bo
             if not s.ran and s.name in ("cross_encoder", "llm")
         ]
     if not selection.hits:
-        lines.append(f"no relevant document: {selection.reason}")
+        lines.append(f"no relevant evidence: {selection.reason}")
     for rank, hit in enumerate(selection.hits, start=1):
         chunk = hit.chunk
         part = f" (chunk {chunk.index + 1})" if chunk.index else ""
@@ -268,7 +268,7 @@ def _as_json(selection: Selection, question_id: str, explain: bool) -> dict[str,
     answer: dict[str, Any] = {"question": selection.question}
     if question_id:
         answer = {"_id": question_id, **answer}
-    answer["status"] = "hits" if selection.hits else "no_relevant_document"
+    answer["status"] = "hits" if selection.hits else "no_relevant_evidence"
     if selection.reason:
         answer["reason"] = selection.reason
     answer["facets"] = selection.facets.describe()

@@ -69,7 +69,7 @@ class KeywordSearch:
     b: Share = 0.75
     stemmer: Annotated[str, one_of(STEMMER_LANGUAGES)] = "english"
     # Without a CrossEncoder: a question that no candidate shares this share of its words with
-    # (and none is semantically close, `semantic.floor`) has no relevant document. With 0.7,
+    # (and none is semantically close, `semantic.floor`) has no relevant evidence. With 0.7,
     # 99.5 % of SciFact's train claims are answered and 19 of 20 off-topic questions are not
     # (benchmarks/bench_retrieval.py).
     floor: Share = 0.7
@@ -84,7 +84,7 @@ class SemanticSearch:
     # claim is usually one sentence of an abstract; measured on SciFact's train claims.
     sentence_weight: Share = 0.5
     # Without a CrossEncoder: a question whose best semantic score is below this and that no
-    # candidate shares `keyword.floor` of its words with has no relevant document (calibrated
+    # candidate shares `keyword.floor` of its words with has no relevant evidence (calibrated
     # on SciFact's train claims and off-topic questions: benchmarks/bench_retrieval.py).
     floor: Annotated[Number, bounded(lambda x: -1.0 <= x <= 1.0, "must be -1..1")] = 0.35
     batch_size: AtLeastOne = 64

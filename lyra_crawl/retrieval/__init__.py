@@ -6,7 +6,7 @@ model each find their top `initial_k`, fused by weighted reciprocal rank fusion;
 scores every candidate (skipped, saying so, when none is configured); an LLM rates them 0-10
 when more than 5 remain; the final score weighs the stages that ran, drops candidates below the
 CrossEncoder's threshold (or the semantic floor without one) and returns the top `final_k`, or
-"no relevant document" with the reason. Every score and every skip is kept on the result.
+"no relevant evidence" with the reason. Every score and every skip is kept on the result.
 
     from lyra_crawl.retrieval import Document, DocumentIndex, DocumentSelector
 

@@ -1,6 +1,6 @@
 """What a selection returns and what it records for audit: typed, every stage's score kept. Pure.
 
-`Selection` is the answer (hits, or "no relevant document" with the reason) with everything that
+`Selection` is the answer (hits, or "no relevant evidence" with the reason) with everything that
 led to it; `SelectionRecord` is the part kept for audit (no document text): the question, the
 facets detected and carried, each candidate's score at every stage and its final rank, each
 stage's model and version or the reason it was skipped, and the corpus version.
@@ -67,12 +67,12 @@ class Selection:
     # Every candidate the fusion gave, in the order of the last stage that ordered them.
     candidates: tuple[Candidate, ...]
     hits: tuple[Candidate, ...]
-    # Why there is no relevant document (empty when there are hits).
+    # Why there is no relevant evidence (empty when there are hits).
     reason: str
     corpus_version: str
 
     @property
-    def no_relevant_document(self) -> bool:
+    def no_relevant_evidence(self) -> bool:
         return not self.hits
 
     def stage(self, name: str) -> StageRun:

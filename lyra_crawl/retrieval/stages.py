@@ -117,7 +117,7 @@ class Choice:
 class FinalChoice:
     """final = weighted mean of the min-max normalised scores of the stages that ran; top k.
 
-    Without a CrossEncoder its threshold cannot say "no relevant document"; two floors do: no
+    Without a CrossEncoder its threshold cannot say "no relevant evidence"; two floors do: no
     candidate semantically close (`semantic.floor`) and none sharing most of the question's
     words (`keyword.floor`) means there is none.
     """
