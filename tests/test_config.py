@@ -306,6 +306,7 @@ def test_bad_yaml_is_a_config_error_never_code(text):
         parse_config(text, POLICY)
 
 
+@pytest.mark.subprocess
 def test_an_egg_finds_its_bundled_config_schema_and_report_templates(tmp_path):
     """Scrapyd runs the project from a zipped egg: config, schema and the HTML reports'
     templates must come from inside it."""
