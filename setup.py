@@ -1,8 +1,8 @@
 """Packaging for Scrapyd eggs (`scrapyd-deploy`) and plain installs.
 
-The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, and the
-backends' SQL (schemas, PostgreSQL's upgrades) as package data, so an egg finds them with
-importlib.resources.
+The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, so an egg
+finds it with importlib.resources. The backends' schema is Python (lyra_crawl/backends/tables.py
+and migrations.py): no SQL file to ship.
 """
 
 from setuptools import find_packages, setup
@@ -13,11 +13,7 @@ setup(
     description="Collect search results for research: SERP engines and scholarly APIs, politely.",
     packages=[*find_packages(include=["lyra_crawl", "lyra_crawl.*"]), "lyra_crawl.bundled_config"],
     package_dir={"lyra_crawl.bundled_config": "config"},
-    package_data={
-        "lyra_crawl.bundled_config": ["*.yaml"],
-        "lyra_crawl.backends.sqlite": ["schema.sql"],
-        "lyra_crawl.backends.postgres": ["*.sql"],
-    },
+    package_data={"lyra_crawl.bundled_config": ["*.yaml"]},
     entry_points={"scrapy": ["settings = lyra_crawl.settings"]},
     python_requires=">=3.11",
     zip_safe=False,

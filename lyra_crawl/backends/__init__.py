@@ -21,8 +21,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.backends.records import BackendError
-from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase, SqliteStore
+from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase
 from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
+from lyra_crawl.backends.store import SqlStore
 
 T = TypeVar("T")
 
@@ -129,15 +130,15 @@ class _Opener:
 
     async def store(self, url: str) -> ResultStore:
         if url.startswith(SQLITE_PREFIX):
-            return SqliteStore(await self._sqlite_database(url, "LYRA_DB_URL"))
+            return SqlStore(await self._sqlite_database(url, "LYRA_DB_URL"))
         if url.startswith(POSTGRES_PREFIXES):
             # Imported here: psycopg is loaded only by processes that use PostgreSQL.
-            from lyra_crawl.backends.postgres import PostgresDatabase, PostgresStore
+            from lyra_crawl.backends.postgres import PostgresDatabase
 
             database = PostgresDatabase(url)
             await database.open()
             self.opened.append(database)
-            return PostgresStore(database)
+            return SqlStore(database)
         raise _unknown(url, "LYRA_DB_URL")
 
     async def coordinator(self, url: str) -> Coordinator:

@@ -268,7 +268,9 @@ def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
     in_own_loop(database.open())
     in_own_loop(database.close())
     with sqlite3.connect(path) as conn:
-        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LINKS_BY_URL}", (1,))]
+        plan = [
+            row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LINKS_BY_URL}", {"query_id": 1})
+        ]
     assert any(
         step.startswith("SEARCH item USING INDEX") and "(query_id=?)" in step for step in plan
     )
