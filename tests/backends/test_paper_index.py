@@ -336,7 +336,7 @@ again = api(source="semantic_scholar", year=2019)
 def test_a_sqlite_file_of_the_previous_release_gets_its_papers_indexed(tmp_path):
     store = sqlite_store(tmp_path)
     old = sqlite3.connect(tmp_path / "db.sqlite3")
-    old.executescript((HERE / "schema_v1.sql").read_text())
+    old.executescript((HERE / "schemas" / "sqlite_v1.sql").read_text())
     old.execute("INSERT INTO schema_version (version) VALUES (1)")
     old.execute(old_paper_sql("?"), OLD_PAPER)
     old.commit()
@@ -358,7 +358,7 @@ def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
     postgres_url, tmp_path
 ):
     with psycopg.connect(postgres_url) as conn:
-        conn.execute((HERE / "postgres_schema_v1.sql").read_text())
+        conn.execute((HERE / "schemas" / "postgresql_v1.sql").read_text())
         conn.execute("INSERT INTO schema_version (version) VALUES (1)")
         conn.execute(old_paper_sql("%s"), OLD_PAPER)
     store = postgres_store(postgres_url, tmp_path)

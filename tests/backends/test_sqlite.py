@@ -124,7 +124,7 @@ def test_a_database_from_an_older_version_gains_the_new_columns(tmp_path):
 def test_a_file_of_the_previous_release_opens_and_keeps_its_rows(tmp_path):
     path = tmp_path / "v1.sqlite3"
     old = sqlite3.connect(path)
-    old.executescript((HERE / "schema_v1.sql").read_text())
+    old.executescript((HERE / "schemas" / "sqlite_v1.sql").read_text())
     old.execute(
         "INSERT INTO queries (query_text, normalized_query, engine, serp_max_pages, strategy,"
         " status, started_at) VALUES ('q', 'q', 'mojeek', 3, 'auto', 'finished', '2026-01-01')"

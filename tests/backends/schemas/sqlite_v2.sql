@@ -1,13 +1,7 @@
--- Test data: lyra_crawl/storage/schema.sql as of commit 90f511c (before batches, item fields
--- and the rate slot's `held`), to check that such a file opens and gains what is new.
--- lyra_crawl storage schema (SQLite). Table names are fixed by DESIGN.md; columns may grow.
--- Applied idempotently on every open; `schema_version` records what a file was created with.
-
+-- lyra_crawl/backends/sqlite/schema.sql at commit 02136df (its schema version 2), comments left out.
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INTEGER NOT NULL
 );
-
--- One row per (query, crawl).
 CREATE TABLE IF NOT EXISTS queries (
     id               INTEGER PRIMARY KEY,
     query_text       TEXT NOT NULL,
@@ -20,25 +14,24 @@ CREATE TABLE IF NOT EXISTS queries (
     serp_page        INTEGER NOT NULL DEFAULT 1,
     serp_max_pages   INTEGER NOT NULL,
     strategy         TEXT NOT NULL,
-    status           TEXT NOT NULL DEFAULT 'running',   -- running | finished | failed | interrupted
-    stop_reason      TEXT,                              -- JSON: {source: reason}
+    status           TEXT NOT NULL DEFAULT 'running',
+    stop_reason      TEXT,
     pages_fetched    INTEGER NOT NULL DEFAULT 0,
     items            INTEGER NOT NULL DEFAULT 0,
     harvest_rate     REAL,
-    selection        TEXT,                              -- JSON: how the engine was chosen
-    errors           TEXT,                              -- JSON: {source: what failed}
-    attribution      TEXT,                              -- JSON: {both|api_only|serp_only: papers}
+    selection        TEXT,
+    errors           TEXT,
+    attribution      TEXT,
     cache_hit        INTEGER NOT NULL DEFAULT 0,
-    cached_from      INTEGER,                           -- the query whose results were re-used
+    cached_from      INTEGER,
     job_id           TEXT,
+    batch_entry_id   INTEGER,
     pid              INTEGER,
     started_at       TEXT NOT NULL,
     finished_at      TEXT
 );
 CREATE INDEX IF NOT EXISTS queries_normalized ON queries (normalized_query);
 CREATE INDEX IF NOT EXISTS queries_task ON queries (task_id);
-
--- One row per page fetched, written in the same transaction as that page's items.
 CREATE TABLE IF NOT EXISTS serp_pages (
     id             INTEGER PRIMARY KEY,
     query_id       INTEGER NOT NULL REFERENCES queries (id),
@@ -53,15 +46,15 @@ CREATE TABLE IF NOT EXISTS serp_pages (
     fetched_at     TEXT NOT NULL,
     UNIQUE (query_id, source, page_number)
 );
-
--- One row per result kept.
 CREATE TABLE IF NOT EXISTS serp_items (
     id              INTEGER PRIMARY KEY,
     query_id        INTEGER NOT NULL REFERENCES queries (id),
     source          TEXT NOT NULL,
     engine          TEXT NOT NULL,
+    kind            TEXT NOT NULL DEFAULT 'serp',
     rank            INTEGER NOT NULL,
     page_number     INTEGER NOT NULL,
+    position        INTEGER,
     url             TEXT NOT NULL,
     normalized_url  TEXT NOT NULL,
     title           TEXT NOT NULL,
@@ -70,6 +63,11 @@ CREATE TABLE IF NOT EXISTS serp_items (
     doi             TEXT,
     arxiv_id        TEXT,
     pmid            TEXT,
+    authors         TEXT,
+    year            INTEGER,
+    venue           TEXT,
+    abstract        TEXT,
+    source_id       TEXT,
     relevance       REAL,
     fused_rank      INTEGER,
     paper_id        INTEGER REFERENCES papers (id),
@@ -78,8 +76,6 @@ CREATE TABLE IF NOT EXISTS serp_items (
 );
 CREATE INDEX IF NOT EXISTS serp_items_normalized_url ON serp_items (normalized_url);
 CREATE INDEX IF NOT EXISTS serp_items_doi ON serp_items (doi);
-
--- Canonical paper records.
 CREATE TABLE IF NOT EXISTS papers (
     id               INTEGER PRIMARY KEY,
     doi              TEXT UNIQUE,
@@ -88,36 +84,31 @@ CREATE TABLE IF NOT EXISTS papers (
     title            TEXT NOT NULL,
     normalized_title TEXT NOT NULL,
     year             INTEGER,
-    authors          TEXT,          -- JSON list
+    authors          TEXT,
     venue            TEXT,
     abstract         TEXT,
-    external_ids     TEXT,          -- JSON: {source: id}
-    attribution      TEXT,          -- both | api_only | serp_only
-    sources          TEXT,          -- JSON list
+    external_ids     TEXT,
+    attribution      TEXT,
+    sources          TEXT,
     created_at       TEXT NOT NULL,
     updated_at       TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS papers_arxiv ON papers (arxiv_id);
 CREATE INDEX IF NOT EXISTS papers_pmid ON papers (pmid);
-
--- Daily quotas: one row per engine and UTC date.
 CREATE TABLE IF NOT EXISTS engine_usage (
     engine       TEXT NOT NULL,
-    date         TEXT NOT NULL,      -- YYYY-MM-DD, UTC
+    date         TEXT NOT NULL,
     usage_count  INTEGER NOT NULL DEFAULT 0,
     UNIQUE (engine, date)
 );
-
--- The shared QPS gate: the earliest time the next request to an engine may go out.
 CREATE TABLE IF NOT EXISTS engine_rate (
     engine        TEXT PRIMARY KEY,
-    next_allowed  REAL NOT NULL      -- epoch seconds
+    next_allowed  REAL NOT NULL,
+    held          INTEGER NOT NULL DEFAULT 0
 );
-
--- Circuit breaker state per engine.
 CREATE TABLE IF NOT EXISTS engine_health (
     engine                TEXT PRIMARY KEY,
-    state                 TEXT NOT NULL DEFAULT 'closed',   -- closed | open | half_open
+    state                 TEXT NOT NULL DEFAULT 'closed',
     open_until            REAL,
     consecutive_failures  INTEGER NOT NULL DEFAULT 0,
     trips                 INTEGER NOT NULL DEFAULT 0,
@@ -125,8 +116,6 @@ CREATE TABLE IF NOT EXISTS engine_health (
     trial_owner           TEXT,
     updated_at            TEXT NOT NULL
 );
-
--- CAPTCHA / block pages awaiting a person.
 CREATE TABLE IF NOT EXISTS intervention_queue (
     id           INTEGER PRIMARY KEY,
     engine       TEXT NOT NULL,
@@ -134,15 +123,38 @@ CREATE TABLE IF NOT EXISTS intervention_queue (
     query_id     INTEGER REFERENCES queries (id),
     kind         TEXT NOT NULL,
     detail       TEXT,
-    status       TEXT NOT NULL DEFAULT 'open',    -- open | resolved
+    status       TEXT NOT NULL DEFAULT 'open',
     created_at   TEXT NOT NULL,
     resolved_at  TEXT
 );
-
--- Search-level cache: key -> the query whose results answer it.
 CREATE TABLE IF NOT EXISTS serp_cache (
     cache_key    TEXT PRIMARY KEY,
     query_id     INTEGER NOT NULL REFERENCES queries (id),
     created_at   TEXT NOT NULL,
     expires_at   TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS batches (
+    id            INTEGER PRIMARY KEY,
+    source        TEXT NOT NULL,
+    content_hash  TEXT NOT NULL,
+    created_at    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batches_hash ON batches (content_hash);
+CREATE TABLE IF NOT EXISTS batch_entries (
+    id            INTEGER PRIMARY KEY,
+    batch_id      INTEGER NOT NULL REFERENCES batches (id),
+    position      INTEGER NOT NULL,
+    query_text    TEXT NOT NULL,
+    arguments     TEXT NOT NULL,
+    state         TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    query_id      INTEGER REFERENCES queries (id),
+    engine        TEXT,
+    detail        TEXT NOT NULL DEFAULT '',
+    lease_owner   TEXT,
+    lease_until   REAL,
+    started_at    TEXT,
+    finished_at   TEXT,
+    UNIQUE (batch_id, position)
+);
+CREATE INDEX IF NOT EXISTS batch_entries_state ON batch_entries (batch_id, state, position);
