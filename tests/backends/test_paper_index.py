@@ -85,13 +85,6 @@ def serp(title: str = TITLE, **fields: Any) -> PaperRecord:
     return PaperRecord(source="mojeek", title=title, kind="serp", **fields)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
-    if request.param == "sqlite":
-        return sqlite_store(tmp_path)
-    return postgres_store(request.getfixturevalue("postgres_url"), tmp_path)
-
-
 def test_two_queries_finding_a_paper_by_title_and_year_alone_store_one_row(store):
     async def work(backends: Backends):
         first = await save_query(backends, "soil moisture", api(year=2019))
