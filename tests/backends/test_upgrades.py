@@ -1,11 +1,13 @@
 """Stores written by every earlier release, on both backends, opened by this one.
 
-Each schema of tests/backends/schemas/ is the schema file of the commit that last wrote that
-version (SQLite 1-7; PostgreSQL 1-7 in its own numbering, this history's 2-8). A store is made
-with it as that release made it (its tables, its version), one row in every table, then opened
-here: every row is found again, column by column, through the store's own reads too; the
-store then has the tables, columns and indexes of a store made new here, its paper index
-finds the old paper, and a store newer than this code is refused.
+tests/backends/schemas/ holds each dialect's first schema (version 1) and, for each later
+version, what it added to the one before, as the releases wrote them (SQLite 1-7, from the
+schema file of the commit that last wrote each version; PostgreSQL 1-7 in its own numbering,
+this history's 2-8, from its upgrade_<n>.sql files). A store of a version is made from them as
+that release made it (its tables, its version), one row in every table, then opened here:
+every row is found again, column by column, and through the store's own reads; the store then
+has the tables, columns and indexes of a store made new here, its paper index finds the old
+paper; and a store newer than this code is refused.
 """
 
 from __future__ import annotations
@@ -138,11 +140,12 @@ class Old:
 def make(old: Old, version: int) -> dict[str, list[str]]:
     """The release's store, version `version`, one row in every table; each table's columns."""
     with old.connect() as conn:
-        schema = (SCHEMAS / f"{old.dialect}_v{version}.sql").read_text()
-        if old.dialect == "sqlite":
-            conn.executescript(schema)
-        else:
-            conn.execute(schema)
+        for step in range(1, version + 1):
+            schema = (SCHEMAS / f"{old.dialect}_v{step}.sql").read_text()
+            if old.dialect == "sqlite":
+                conn.executescript(schema)
+            else:
+                conn.execute(schema)
         conn.execute(f"INSERT INTO schema_version (version) VALUES ({version})")
         tables = old.columns(conn)
         parents = [table for table in PARENTS if table in tables]
