@@ -37,7 +37,7 @@ def bare_parser(body: bytes) -> Callable[[bytes], object]:
     return lxml.html.fromstring
 
 
-def _median_seconds(work: Callable[[], object], rounds: int) -> float:
+def median_seconds(work: Callable[[], object], rounds: int) -> float:
     times = []
     for _ in range(rounds):
         start = time.perf_counter()
@@ -73,8 +73,8 @@ def run(shared_dir: pathlib.Path, rounds: int = 15) -> dict[str, float]:
         ours = partial(parse_page, spec, body, page)
         bare()
         ours()  # warm caches (compiled XPath, imports) before timing
-        bare_s = _median_seconds(bare, rounds)
-        ours_s = _median_seconds(ours, rounds)
+        bare_s = median_seconds(bare, rounds)
+        ours_s = median_seconds(ours, rounds)
         parse_ms.setdefault(spec.name, []).append(ours_s * 1000)
         ratios.setdefault(spec.name, []).append(ours_s / bare_s)
     figures = {}

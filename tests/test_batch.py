@@ -350,8 +350,8 @@ def test_commands_load_without_the_scrapyd_client():
     assert loaded.stdout.strip() == "[]"
 
 
-def test_job_settings_send_paths_absolute_and_no_secret():
-    forwarded, withheld = job_settings(
+def test_job_settings_send_paths_absolute_no_secret_and_where_the_backends_are():
+    sent = job_settings(
         {
             "LYRA_DB_URL": "postgresql://lyra:pw-123@db.example/lyra",
             "LYRA_COORDINATION_URL": "sqlite:///data/coordination.sqlite3",
@@ -363,9 +363,14 @@ def test_job_settings_send_paths_absolute_and_no_secret():
         }
     )
 
-    assert withheld == {"LYRA_DB_URL": "a password", "LYRA_S2_API_KEY": "an API key"}
-    assert forwarded == {
-        "LYRA_COORDINATION_URL": f"sqlite:///{Path('data/coordination.sqlite3').resolve()}",
+    coordination = f"sqlite:///{Path('data/coordination.sqlite3').resolve()}"
+    assert sent.withheld == {"LYRA_DB_URL": "a password", "LYRA_S2_API_KEY": "an API key"}
+    # The store's URL is withheld, its place is not: a node whose own LYRA_DB_URL names
+    # another place refuses the job.
+    assert sent.forwarded == {
+        "LYRA_COORDINATION_URL": coordination,
         "LYRA_CONFIG_DIR": str(Path("config").resolve()),
+        "LYRA_EXPECT_COORDINATION": coordination,
+        "LYRA_EXPECT_DB": "postgresql://db.example:5432/lyra",
         "LYRA_RATE_LIMIT_ENABLED": "False",
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from lyra_crawl.commands.parse_serp import outcome_text
+from lyra_crawl.commands.page_outcome import outcome_text
 from lyra_crawl.config import load_config
 from lyra_crawl.engines.parsing import parse_page
 from lyra_crawl.politeness.quota import utc_date

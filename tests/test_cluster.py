@@ -29,7 +29,7 @@ from lyra_crawl.config import load_config
 from tests.conftest import ROOT, edited_config, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 from tests.servers.postgres import PASSWORD as POSTGRES_PASSWORD
-from tests.servers.postgres import PostgresServer
+from tests.servers.postgres import PostgresServer, new_database
 from tests.servers.redis import PASSWORD, RedisServer
 
 PROJECT = "lyra_crawl"
@@ -43,11 +43,8 @@ COOLDOWN_S = 20
 @pytest.fixture(scope="module")
 def cluster_database(postgres_server: PostgresServer) -> Iterator[str]:
     """The PostgreSQL database the nodes' environment names, for the module."""
-    with postgres_server.admin() as admin:
-        admin.execute(f"CREATE DATABASE {CLUSTER_DATABASE} OWNER lyra")
-    yield postgres_server.url(CLUSTER_DATABASE)
-    with postgres_server.admin() as admin:
-        admin.execute(f"DROP DATABASE {CLUSTER_DATABASE} WITH (FORCE)")
+    with new_database(postgres_server, CLUSTER_DATABASE) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -37,6 +37,8 @@ QUERY = "peatland carbon"
 TASK = "peat"
 # Answers of the simulator's landing pages, by the kind of page a paper has (its number).
 KIND_OUTCOMES = {"none": "too_short", "forbidden": "blocked"}
+# The field pages of these kinds give their abstract in (the others give it in metadata).
+KIND_FIELDS = {"body": "body:div.abstract", "microdata": "microdata:description"}
 # The publishers' robots.txt keeps each query's paper 19 off limits.
 OFF_LIMITS = 19
 # Politeness stays on (robots.txt, AutoThrottle); only its waits shrink for the test.
@@ -130,14 +132,22 @@ async def test_abstracts_are_read_from_landing_pages_and_pages_without_one_are_r
         assert page["attempts"] == 1
         paper = papers[paper_id]
         if outcome == "abstract":
-            result = make_result(QUERY, number_of(page["url"]), on_topic=True)
+            number = number_of(page["url"])
+            result = make_result(QUERY, number, on_topic=True)
             assert paper["abstract"] == abstract_of(result)
             assert (paper["evidence"], paper["fetch_url"]) == ("abstract", None)
             assert page["metadata_field"] and page["http_status"] == 200
+            kind = landing_kind(PaperKey(QUERY, number))
+            if kind in KIND_FIELDS:
+                assert page["metadata_field"] == KIND_FIELDS[kind], page["url"]
+            else:
+                assert not page["metadata_field"].startswith(("body:", "microdata:"))
         else:
             assert (paper["evidence"], paper["fetch_url"]) == ("fetch", before[paper_id])
     outcomes = {page["outcome"] for page in pages.values()}
     assert {"abstract", "too_short", "blocked", "robots_disallowed", "not_found"} <= outcomes
+    # Body-only and microdata-only pages were among them, and gave their papers an abstract.
+    assert set(KIND_FIELDS.values()) <= {page["metadata_field"] for page in pages.values()}
     # robots.txt read once, and the page it disallows never asked for.
     assert len(simulator.requests("robots.txt")) == 1
     assert not [p for p in landing_requests(simulator) if p.endswith(f"/{OFF_LIMITS}")]

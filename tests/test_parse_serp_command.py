@@ -14,10 +14,10 @@ from lyra_crawl.simulator.engines import build_engines
 from tests.conftest import ROOT, realworld_dir
 
 
-def parse_serp(*args: str, name: str = "parse-serp") -> subprocess.CompletedProcess[str]:
+def parse_serp(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "LYRA_CONFIG_DIR"}
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", name, *args],
+        [sys.executable, "-m", "scrapy", "parse-serp", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -26,11 +26,10 @@ def parse_serp(*args: str, name: str = "parse-serp") -> subprocess.CompletedProc
     )
 
 
-@pytest.mark.parametrize("name", ["parse-serp", "parse_serp"])
-def test_prints_one_json_line_per_result(name: str) -> None:
+def test_prints_one_json_line_per_result() -> None:
     page = realworld_dir() / "serp/duckduckgo/lofi-ddg-html-foo-2025-04.html"
 
-    result = parse_serp("duckduckgo", str(page), name=name)
+    result = parse_serp("duckduckgo", str(page))
 
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
@@ -38,6 +37,17 @@ def test_prints_one_json_line_per_result(name: str) -> None:
     assert result.stderr.splitlines()[-1] == "ok: 10 results"
     assert lines[0]["url"] == "https://en.wikipedia.org/wiki/Foo_Fighters"
     assert all(line["title"] and "snippet" in line for line in lines)
+
+
+def test_scrapy_lists_each_command_once_by_its_documented_name() -> None:
+    listing = subprocess.run(
+        [sys.executable, "-m", "scrapy", "-h"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    ).stdout
+    names = [line.split()[0] for line in listing.splitlines() if line.startswith("  ")]
+
+    assert len(names) == len(set(names)), names
+    assert {"parse-serp", "check-engines", "export-graph"} <= set(names)
+    assert not {"parse_serp", "check_engines", "export_graph"} & set(names)
 
 
 def test_prints_the_ids_an_engine_gives() -> None:

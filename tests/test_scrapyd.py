@@ -10,7 +10,13 @@ import pytest
 import yaml
 from scrapyd_client.pyclient import ScrapydClient
 
-from lyra_crawl.batch.scrapyd import FINISHED, job_states, schedule_crawl, wait_for_jobs
+from lyra_crawl.batch.scrapyd import (
+    FINISHED,
+    job_settings,
+    job_states,
+    schedule_crawl,
+    wait_for_jobs,
+)
 from tests.conftest import ROOT, Simulator, query_db
 from tests.reliability.test_kill_and_resume import stored_pages
 from tests.scrapyd_server import ScrapydServer
@@ -19,7 +25,7 @@ PROJECT = "lyra_crawl"
 JOB_TIMEOUT_S = 180.0
 
 
-def job_settings(simulator: Simulator, db_path: Path, **extra: str) -> dict[str, str]:
+def run_settings(simulator: Simulator, db_path: Path, **extra: str) -> dict[str, str]:
     return {
         "LYRA_SIMULATOR_URL": simulator.url,
         "LYRA_DB_PATH": str(db_path.resolve()),
@@ -29,9 +35,12 @@ def job_settings(simulator: Simulator, db_path: Path, **extra: str) -> dict[str,
 
 
 def run_jobs(scrapyd: ScrapydServer, jobs: list[tuple[dict[str, str], dict[str, str]]]) -> list:
-    """Schedule (spider_args, settings) pairs at once, wait for all; returns their job ids."""
+    """Schedule (spider_args, the run's settings) pairs at once, wait for all; returns their
+    job ids."""
     client = ScrapydClient(scrapyd.url)
-    scheduled = [schedule_crawl(client, PROJECT, args, settings) for args, settings in jobs]
+    scheduled = [
+        schedule_crawl(client, PROJECT, args, job_settings(settings)) for args, settings in jobs
+    ]
     job_ids = [job.id for job in scheduled]
     states = wait_for_jobs(scheduled, PROJECT, poll_interval=0.5, timeout=JOB_TIMEOUT_S)
     logs = "\n".join(scrapyd.job_log(PROJECT, job_id)[-3000:] for job_id in job_ids)
@@ -40,7 +49,7 @@ def run_jobs(scrapyd: ScrapydServer, jobs: list[tuple[dict[str, str], dict[str, 
 
 
 def test_deployed_project_lists_its_spiders(scrapyd):
-    assert ScrapydClient(scrapyd.url).spiders(PROJECT) == ["papers", "serp"]
+    assert ScrapydClient(scrapyd.url).spiders(PROJECT) == ["node_check", "papers", "serp"]
 
 
 def test_a_scheduled_job_stores_its_pages_and_finishes_its_status_row(scrapyd, simulator, tmp_path):
@@ -52,7 +61,7 @@ def test_a_scheduled_job_stores_its_pages_and_finishes_its_status_row(scrapyd, s
         "sources": "serp",
     }
 
-    (job_id,) = run_jobs(scrapyd, [(args, job_settings(simulator, db_path))])
+    (job_id,) = run_jobs(scrapyd, [(args, run_settings(simulator, db_path))])
 
     (query,) = query_db(db_path, "SELECT * FROM queries")
     assert query["job_id"] == job_id, scrapyd.job_log(PROJECT, job_id)[-3000:]
@@ -78,7 +87,7 @@ def limited_config_dir(tmp_path: Path) -> Path:
 
 def test_two_jobs_at_once_share_one_daily_limit(scrapyd, simulator, tmp_path, limited_config_dir):
     db_path = tmp_path / "scrapyd.sqlite3"
-    settings = job_settings(simulator, db_path, LYRA_CONFIG_DIR=str(limited_config_dir))
+    settings = run_settings(simulator, db_path, LYRA_CONFIG_DIR=str(limited_config_dir))
     jobs = [
         ({"query": query, "engine": "mojeek", "serp_max_pages": "3", "sources": "serp"}, settings)
         for query in ("permafrost thaw", "ice sheet melt")
@@ -105,7 +114,7 @@ def test_a_job_cancelled_mid_crawl_ends_cancelled_and_keeps_its_pages(
         "sources": "serp",
     }
     client = ScrapydClient(scrapyd.url)
-    job = schedule_crawl(client, PROJECT, args, job_settings(simulator, db_path))
+    job = schedule_crawl(client, PROJECT, args, job_settings(run_settings(simulator, db_path)))
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while stored_pages(db_path) < 3:
         running = job_states(client, PROJECT).get(job.id) != FINISHED

@@ -1,5 +1,6 @@
 """The simulator's publisher landing pages over loopback HTTP: each kind gives the paper's
-abstract where real publishers put it (or no abstract, or a 403), and DOI links lead there."""
+abstract where real publishers put it (metadata, microdata, the body only; or no abstract, or a
+403), and DOI links lead there."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from protego import Protego
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.simulator.citations import OUTSIDE_BASE, PaperKey
 from lyra_crawl.simulator.corpus import abstract_of, abstract_withheld, make_result
-from lyra_crawl.simulator.engines.landing import LANDING_KINDS, PUBLISHER_BLURB, landing_kind
+from lyra_crawl.simulator.engines.landing import (
+    LANDING_KINDS,
+    PREVIEW_CHARS,
+    PUBLISHER_BLURB,
+    landing_kind,
+)
 from tests.conftest import Simulator
 
 QUERY = "peatland carbon"
@@ -69,13 +75,30 @@ def test_each_kind_of_publisher_page_gives_the_abstract_its_own_way(simulator: S
             "json_ld": {"json_ld"},
             "combined": {"og:description", "dc.description", "json_ld"},
             "none": set(),
+            "body": {"og:description"},
+            "microdata": set(),
         }[kind]
         assert set(found) == expected, (kind, found)
-        # Unescaped from the attribute or JSON: the very text, `<`, `±` and `°C` included.
-        assert all(text == abstract for text in found.values()), kind
+        if kind == "body":  # a preview cut with an ellipsis, as ScienceDirect's
+            assert found["og:description"] == abstract[:PREVIEW_CHARS].rstrip() + "…"
+        else:
+            # Unescaped from the attribute or JSON: the very text, `<`, `±` and `°C` included.
+            assert all(text == abstract for text in found.values()), kind
         if kind == "none":
             assert abstract not in answer.text
             assert page.xpath('//meta[@name="description"]/@content').get() == PUBLISHER_BLURB
+        elif kind == "body":
+            blocks = page.css("#abstracts > div")
+            assert [b.attrib["class"] for b in blocks] == [
+                "abstract author-highlights",
+                "abstract author",
+                "abstract graphical",
+            ]
+            assert blocks[1].css("p::text").get() == abstract
+        elif kind == "microdata":
+            item = page.xpath('//*[@itemtype="http://schema.org/ScholarlyArticle"]')
+            assert item.xpath('.//*[@itemprop="description"]/p/text()').get() == abstract
+            assert item.xpath('.//*[@itemprop="headline"]/text()').get() == result.title
         else:
             assert page.css("section.abstract p::text").get() == abstract
         if kind in ("highwire", "combined", "none"):

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.backends.records import BackendError
@@ -31,6 +31,7 @@ DEFAULT_DB_URL = "sqlite:///data/lyra.sqlite3"
 SQLITE_PREFIX = "sqlite:///"
 POSTGRES_PREFIXES = ("postgresql://", "postgres://")
 REDIS_SCHEMES = ("redis://", "rediss://")
+DEFAULT_PORTS = {"postgresql": 5432, "redis": 6379, "rediss": 6379}
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,36 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
+def backend_target(url: str) -> str:
+    """Where `url` points, without its user and password: scheme, host, port and database (for
+    SQLite the absolute file), spelled alike for two URLs that name the same place. What a
+    Scrapyd job may be told of its store and coordinator (Scrapyd logs job arguments)."""
+    if sqlite_path(url) is not None:
+        return absolute_url(url)
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname or "", parts.port
+    except ValueError:
+        return redact_url(url)
+    # libpq and redis-py also read these from the query (`?host=/run/postgresql`, `?db=2`).
+    options = {name: values[0] for name, values in parse_qs(parts.query).items()}
+    if url.startswith(POSTGRES_PREFIXES):
+        scheme = "postgresql"
+        host = options.get("host", host)
+        port = options.get("port", port)
+        # libpq's default database is the user's name.
+        database = options.get("dbname") or parts.path.lstrip("/") or parts.username or ""
+    elif url.startswith(REDIS_SCHEMES):
+        scheme = parts.scheme
+        database = parts.path.lstrip("/") or options.get("db") or "0"
+    else:
+        return redact_url(url)
+    target = f"{scheme}://{{}}:{port or DEFAULT_PORTS[scheme]}/{database}"
+    if host.startswith("/"):  # a Unix socket's folder, given as libpq takes it
+        return f"{target.format('')}?host={host}"
+    return target.format(f"[{host}]" if ":" in host else host)  # IPv6 keeps its brackets
+
+
 async def open_backends(urls: BackendUrls) -> Backends:
     """The store and coordinator the URLs name, opened; one SQLite file serves both when the
     two URLs name the same file."""
@@ -171,6 +202,19 @@ class _Opener:
     async def close_all(self) -> None:
         for connection in reversed(self.opened):
             await connection.close()
+
+
+async def try_backend(setting: str, url: str) -> None:
+    """Open and close the one backend `url` names as `setting` (LYRA_DB_URL or
+    LYRA_COORDINATION_URL): BackendError if it cannot be used."""
+    opener = _Opener()
+    try:
+        if setting == "LYRA_DB_URL":
+            await opener.store(url)
+        else:
+            await opener.coordinator(url)
+    finally:
+        await opener.close_all()
 
 
 _KNOWN_URLS = {

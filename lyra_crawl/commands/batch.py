@@ -6,7 +6,11 @@ ONE crawl (`scrapy crawl serp -a batch=ID`): one crawler, one downloader, one st
 however many queries, at most `--concurrency` of them running at once. With --processes that
 crawl runs in N processes here (lyra_crawl.batch.workers), given this command's settings; with
 --scrapyd it is one Scrapyd job per node given, and the command waits for them, printing their
-states; the jobs get this run's LYRA_* settings, so they write to the store this command reads.
+states; the jobs get this run's LYRA_* settings, so they write to the store this command reads,
+and where that store and the coordinator are when their URLs hold a password (a node takes those
+from its own environment, and its job refuses to start when they name another place or none:
+lyra_crawl.batch.targets). A refused job is printed as `refused` with its reason, read from the
+job's log.
 Either way each crawl takes entries from the store under a lease as it has room
 (lyra_crawl.session.launch).
 
@@ -19,8 +23,10 @@ Running the same file again while its batch is unfinished (killed, stopped) cont
 `--resume ID` does by the batch's id (the file is not read again): done entries are skipped, the
 others run; a batch with nothing left to run is only summed up. Entries with a fresh cache entry
 are skipped when the batch is recorded. A bad entry is reported with its position and the rest
-still run. Exit status: 0 when every entry succeeded, 1 when any failed or was rejected, 2 when
-the file, config or store is unusable (or the batch to resume is not in the store).
+still run. Exit status: 0 when every entry succeeded, 1 when any failed or was rejected (or a
+crawl process crashed, or a Scrapyd job refused to start: when every one did, the command says so
+and ends), 2 when the file, config or store is unusable (or the batch to resume is not in the
+store).
 """
 
 from __future__ import annotations
@@ -50,12 +56,17 @@ from lyra_crawl.batch.files import (
     summary_lines,
 )
 from lyra_crawl.batch.progress import BatchMonitor
-from lyra_crawl.batch.workers import CrawlExit, crawl_command, run_crawls
+from lyra_crawl.batch.targets import EXPECTED
+from lyra_crawl.batch.workers import crawl_command, run_crawls
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.spiders.serp import SerpSpider
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+
+
+class NoNodeRan(RuntimeError):
+    """No node ran the batch: Scrapyd could not schedule its jobs, or every job refused."""
 
 
 class Command(ScrapyCommand):
@@ -122,7 +133,7 @@ class Command(ScrapyCommand):
             raise UsageError("--concurrency must be 1 or more")
         if opts.processes < 1:
             raise UsageError("--processes must be 1 or more")
-        nodes = None if opts.scrapyd is None else _scrapyd_nodes(opts.scrapyd)
+        nodes = None if opts.scrapyd is None else scrapyd_nodes(opts.scrapyd)
         if nodes == []:
             raise UsageError("--scrapyd needs a URL, or several separated by commas")
         if nodes and opts.processes > 1:
@@ -140,25 +151,26 @@ class Command(ScrapyCommand):
             return
         for message in rejected:
             print(f"error: {message}", file=sys.stderr)
-        crashed: list[CrawlExit] = []
+        failed: list[str] = []
         if record is None:
             pass  # resumed, with nothing left to run: summed up below
         elif nodes:
-            problem = self._crawl_on_scrapyd(record, nodes, opts)
-            if problem is not None:
-                print(f"error: {problem}", file=sys.stderr)
+            try:
+                failed = self._crawl_on_scrapyd(record, nodes, opts)
+            except NoNodeRan as exc:
+                print(f"error: {exc}", file=sys.stderr)
                 self.exitcode = EXIT_FAILED
                 return
         elif opts.processes > 1:
-            crashed = self._crawl_in_processes(record, opts)
+            failed = self._crawl_in_processes(record, opts)
         else:
             self._crawl_here(record, opts)
         batch_id = opts.resume if record is None else record.id
         end = run_sync(self._end(batch_id))
         print("\n".join(summary_lines(end, batch_id)))
-        for crawl in crashed:
-            print(f"error: {crawl.describe()}; its log above says why", file=sys.stderr)
-        self.exitcode = 0 if end.all_succeeded and not crashed else EXIT_FAILED
+        for failure in failed:
+            print(f"error: {failure}", file=sys.stderr)
+        self.exitcode = 0 if end.all_succeeded and not failed else EXIT_FAILED
 
     def _read_and_record(self, path: str) -> tuple[BatchRecord, list[str]]:
         """The batch file's record and what it says of each entry it rejected. The file's
@@ -215,9 +227,9 @@ class Command(ScrapyCommand):
         self.crawler_process.crawl(SerpSpider, **_spider_args(record, opts))
         self.crawler_process.start()
 
-    def _crawl_in_processes(self, record: BatchRecord, opts: argparse.Namespace) -> list[CrawlExit]:
-        """Run the batch as `--processes` crawls here and wait for them; those that crashed
-        (killed, or exited for a reason other than a failed query)."""
+    def _crawl_in_processes(self, record: BatchRecord, opts: argparse.Namespace) -> list[str]:
+        """Run the batch as `--processes` crawls here and wait for them; what each one that
+        crashed (killed, or exited for a reason other than a failed query) says of itself."""
         # The crawls show no progress of their own: this command shows it for all of them.
         settings = {**_command_line_settings(self.settings), "LYRA_PROGRESS_INTERVAL": "0"}
         progress = _StoreProgress(self.settings, record.id)
@@ -229,19 +241,27 @@ class Command(ScrapyCommand):
             )
         finally:
             progress.close()
-        return [crawl for crawl in exits if crawl.status not in (0, EXIT_FAILED)]
+        return [
+            f"{crawl.describe()}; its log above says why"
+            for crawl in exits
+            if crawl.status not in (0, EXIT_FAILED)
+        ]
 
     def _crawl_on_scrapyd(
         self, record: BatchRecord, nodes: list[str], opts: argparse.Namespace
-    ) -> str | None:
-        """Run the batch as Scrapyd jobs and wait for them; what stopped them, if anything."""
+    ) -> list[str]:
+        """Run the batch as Scrapyd jobs and wait for them; the jobs that refused to start (their
+        node does not store or coordinate where the batch does). NoNodeRan when Scrapyd could
+        not schedule them, or every job refused."""
         # Imported here, as only --scrapyd needs them: every `scrapy` command (each crawl
         # included) imports this module, and scrapyd-client with requests takes 20-60 ms.
         from scrapyd_client.pyclient import ScrapydClient
 
         from lyra_crawl.batch.scrapyd import (
+            FINISHED,
             Job,
             SchedulingError,
+            job_refusal,
             job_settings,
             schedule_crawl,
             wait_for_jobs,
@@ -249,16 +269,23 @@ class Command(ScrapyCommand):
 
         project = opts.project or get_config().get("deploy", "project", fallback="lyra_crawl")
         spider_args = _spider_args(record, opts)
-        settings, withheld = job_settings(self.settings)
-        for name, secret in withheld.items():
-            print(
-                f"note: {name} holds {secret}, so it is not sent with the jobs (Scrapyd logs "
-                "their arguments): each node's Scrapyd must have it in its environment",
-                flush=True,
-            )
+        settings = job_settings(self.settings)
+        _note_withheld(settings.withheld, settings.forwarded)
+        refused: list[str] = []
 
         def changed(job: Job, state: str) -> None:
-            print(f"batch {record.id}: {state} (job {job.id} on {job.client.url})", flush=True)
+            where = f"job {job.id} on {job.client.url}"
+            reason = None
+            if state == FINISHED:
+                try:
+                    reason = job_refusal(job, project)
+                except SchedulingError as exc:  # judged by the store alone, as before
+                    print(f"note: {exc}", flush=True)
+            if reason is None:
+                print(f"batch {record.id}: {state} ({where})", flush=True)
+                return
+            print(f"batch {record.id}: refused ({where}): {reason}", flush=True)
+            refused.append(f"{where} refused to start: {reason}")
 
         try:
             jobs = [
@@ -277,11 +304,33 @@ class Command(ScrapyCommand):
             finally:
                 progress.close()
         except SchedulingError as exc:
-            return str(exc)
-        return None
+            raise NoNodeRan(str(exc)) from exc
+        if len(refused) == len(jobs):
+            raise NoNodeRan(
+                f"no node could run batch {record.id}: every job refused to start (above), its "
+                "entries are left pending; set the nodes up (docs/deployment.md), check them "
+                "with `scrapy nodes --scrapyd …`, then run the same file again"
+            )
+        return refused
 
 
-def _scrapyd_nodes(value: str) -> list[str]:
+def _note_withheld(withheld: dict[str, str], forwarded: dict[str, str]) -> None:
+    """A `note:` for each secret the jobs are not given, and for a backend's URL where they then
+    expect to find it."""
+    for name, secret in withheld.items():
+        note = (
+            f"note: {name} holds {secret}, so it is not sent with the jobs (Scrapyd logs "
+            "their arguments): each node's Scrapyd must have it in its environment"
+        )
+        if name in EXPECTED:
+            note += (
+                f"; a job refuses to start on a node whose {name} does not name "
+                f"{forwarded[EXPECTED[name]]}"
+            )
+        print(note, flush=True)
+
+
+def scrapyd_nodes(value: str) -> list[str]:
     """The nodes of `--scrapyd URL[,URL…]`, in order, each once."""
     return list(dict.fromkeys(url.strip().rstrip("/") for url in value.split(",") if url.strip()))
 

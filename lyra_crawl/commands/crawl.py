@@ -3,7 +3,13 @@
 A wrong argument, setting, config file or store URL ends the run with one `error:` line naming
 the problem and the fix, exit status 2, and no request sent: `serp`'s arguments
 (query.arguments.parse_launch); `papers`' task or query, which the store must hold, and its
-daily budget. A crawl closed because the store refused a write mid-crawl (disk full, read-only)
+daily budget; a store or coordinator other than the one the job was scheduled for
+(LYRA_EXPECT_DB, LYRA_EXPECT_COORDINATION: lyra_crawl.batch.targets), a missing URL included, so
+that no node falls back to a file or quotas of its own. With a LOG_FILE (as Scrapyd gives every
+job) the line is logged there too, where `scrapy batch --scrapyd` reads it. `scrapy crawl
+node_check` only reports what this node resolves and reaches (exit 1 when it is not ready).
+
+A crawl closed because the store refused a write mid-crawl (disk full, read-only)
 exits with status 1, and so does a crawl with a query that kept no result because every one of
 its sources failed (unreachable, or error answers after the retries). A crawl whose source
 stopped on a page its parse rules no longer read (stop reason `layout_changed`) exits 0, like a
@@ -14,6 +20,7 @@ its one WARNING names the saved page and the fix, and `scrapy engines` keeps say
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -24,6 +31,7 @@ from scrapy.spiders import Spider
 from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
 from lyra_crawl.backends.protocols import QueryStore
 from lyra_crawl.backends.records import BackendError
+from lyra_crawl.batch.targets import REFUSED, check_expected, node_report
 from lyra_crawl.batch.workers import stop_with_batch_command
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.query.arguments import (
@@ -35,12 +43,16 @@ from lyra_crawl.query.arguments import (
 )
 from lyra_crawl.session.closing import FAILED_QUERIES
 from lyra_crawl.session.crawl import STORAGE_ERROR
+from lyra_crawl.spiders.node_check import NodeCheckSpider
 from lyra_crawl.spiders.papers import PapersSpider
 from lyra_crawl.spiders.serp import SerpSpider
+
+logger = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
 EXIT_STORAGE_FAILED = 1
 EXIT_QUERY_FAILED = 1
+EXIT_NODE_NOT_READY = 1
 
 
 class Command(ScrapyCrawlCommand):
@@ -49,8 +61,12 @@ class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         spider = args[0] if args else None
         stop_with_batch_command()
+        if spider == NodeCheckSpider.name:
+            self._check_node()
+            return
         if spider in (SerpSpider.name, PapersSpider.name):
             try:
+                check_expected(self.settings)
                 config = load_config(self.settings.get("LYRA_CONFIG_DIR"))
                 target = None
                 if spider == SerpSpider.name:
@@ -60,8 +76,7 @@ class Command(ScrapyCrawlCommand):
                     parse_papers_budget(self.settings.get("LYRA_PAPERS_DAILY_BUDGET"))
                 run_sync(check_backends(self.settings, target))
             except (ArgumentError, ConfigError, BackendError) as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                self.exitcode = EXIT_BAD_INPUT
+                self._refuse(str(exc))
                 return
         super().run(args, opts)
         crawler = self._crawler
@@ -69,6 +84,27 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = EXIT_STORAGE_FAILED
         elif crawler is not None and crawler.stats.get_value(FAILED_QUERIES):
             self.exitcode = EXIT_QUERY_FAILED
+
+    def _refuse(self, message: str) -> None:
+        """One `error:` line, exit 2; in the log file too (a Scrapyd job's log), marked so that
+        the side that scheduled the job finds it (lyra_crawl.batch.scrapyd.job_refusal)."""
+        print(f"error: {message}", file=sys.stderr)
+        if self.settings.get("LOG_FILE"):
+            logger.error("%s%s", REFUSED, message)
+        self.exitcode = EXIT_BAD_INPUT
+
+    def _check_node(self) -> None:
+        """`scrapy crawl node_check`: its report printed, and in the log file (if any) as the
+        line `scrapy nodes` reads."""
+        try:
+            report = run_sync(node_report(self.settings))
+        except BackendError as exc:
+            self._refuse(str(exc))
+            return
+        print("\n".join(report.lines("this node")))
+        if self.settings.get("LOG_FILE"):
+            logger.info("%s", report.log_line())
+        self.exitcode = 0 if report.ready else EXIT_NODE_NOT_READY
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
         # Kept to read its close reason: the process has dropped it once the crawl is over.

@@ -1,20 +1,29 @@
-"""A paper's abstract read from its landing page's metadata. Pure (parsel, no Scrapy).
+"""A paper's abstract read from its landing page: metadata, structured data, then the body. Pure
+(parsel, lxml, extruct; no Scrapy).
 
-Publishers describe a paper in the page's head for indexers; the fields are tried in this
-order of trust, and the first one that holds an abstract wins:
+Publishers describe a paper in the page's head for indexers, and show it in the body; the
+fields are tried in this order of trust, and the first one that holds an abstract wins:
 
 1. `citation_abstract` (Highwire Press tags, what Google Scholar reads);
 2. Dublin Core: `DC.description`, `DCTERMS.abstract` (any case);
 3. JSON-LD: the `abstract` of a ScholarlyArticle / Article (in `@graph`, `mainEntity`, …);
 4. the weak fields, written for link previews as much as for readers: the JSON-LD
-   `description` of such an article, then `og:description`, then `description`.
+   `description` of such an article, then `og:description`, then `description`;
+5. microdata and RDFa (lyra_crawl.papers.landing_structured): an article item's
+   `microdata:abstract`, then its `microdata:description` (weak); `rdfa:dcterms:abstract`,
+   `rdfa:bibo:abstract`, `rdfa:schema:abstract`, then the RDFa descriptions (weak);
+6. the body's abstract section (lyra_crawl.papers.landing_body), weak: `body:…[role=
+   doc-abstract]`, an element whose id or class says abstract (`body:section.abstract`,
+   `body:div#abstract`), a heading "Abstract" and what follows it (`body:h2 "Abstract"`).
 
 A field holds an abstract when, cleaned (HTML entities decoded, tags removed, whitespace
 folded, a leading "Abstract" label and a field that says the same text twice made one), it
-has at least `min_chars` characters and is not cut short with an ellipsis. A weak field must
-also end as a sentence ends (previews are often cut mid-word and given the site's name) and
-share a word with the paper's title: a site's blurb ("Founded in 1920, the NBER is …") or a
-citation line ("R. Florian, H. Hassan. Proceedings of …") shares none.
+has at least `min_chars` characters, at most `MAX_ABSTRACT_CHARS` (more is more of the page
+than its abstract), and is not cut short with an ellipsis. A weak field must also end as a
+sentence ends (previews are often cut mid-word and given the site's name) and share a word
+with the paper's title: a site's blurb ("Founded in 1920, the NBER is …") or a citation line
+("R. Florian, H. Hassan. Proceedings of …") shares none. The fields after the metadata are
+read only when no metadata field holds an abstract (RDFa's parse costs more than the page's).
 
 The answer names the field the abstract came from, or the outcome that says why there is
 none: `blocked` (a bot challenge stands in for the page: Cloudflare's "Just a moment..."),
@@ -34,7 +43,17 @@ from typing import Any
 from parsel import Selector
 from w3lib.html import replace_entities
 
-__all__ = ["LandingAbstract", "LandingOutcome", "clean_text", "judge_fields", "read_abstract"]
+from lyra_crawl.papers.landing_body import abstract_sections
+from lyra_crawl.papers.landing_structured import ARTICLE_TYPES, microdata_fields, rdfa_fields
+
+__all__ = [
+    "MAX_ABSTRACT_CHARS",
+    "LandingAbstract",
+    "LandingOutcome",
+    "clean_text",
+    "judge_fields",
+    "read_abstract",
+]
 
 
 class LandingOutcome(StrEnum):
@@ -70,8 +89,9 @@ _WEAK_META = ("og:description", "description")
 _JSONLD_ABSTRACT = "json-ld abstract"
 _JSONLD_DESCRIPTION = "json-ld description"
 _TITLE_META = ("citation_title", "dc.title", "og:title")
-# schema.org types whose abstract is a paper's (types may be given as full URLs).
-_ARTICLE_TYPES = frozenset({"ScholarlyArticle", "MedicalScholarlyArticle", "Article"})
+# The longest abstracts (structured, of reviews) run to some 5,000 characters; a body section
+# twice that long is the article's text, not its abstract.
+MAX_ABSTRACT_CHARS = 10_000
 
 # Cloudflare's challenge page, served in place of the page asked for (seen on ACS, APS, Taylor &
 # Francis and Annual Reviews pages, 2023).
@@ -124,37 +144,37 @@ _FUNCTION_WORDS = frozenset(
 
 
 def read_abstract(page: str | Selector, *, min_chars: int) -> LandingAbstract:
-    """The abstract a landing page's metadata gives, at least `min_chars` characters long."""
-    verdicts = judge_fields(page, min_chars=min_chars)
-    accepted = next((v for v in verdicts if v.outcome is LandingOutcome.ABSTRACT), None)
-    if accepted is not None:
-        return accepted
-    return (
-        verdicts[0]
-        if verdicts
-        else LandingAbstract(
-            LandingOutcome.NO_METADATA,
-            detail="no citation_abstract, Dublin Core, JSON-LD or description field",
-        )
+    """The abstract a landing page gives, at least `min_chars` characters long."""
+    first = None
+    for verdict in _verdicts(page, min_chars):
+        if verdict.outcome is LandingOutcome.ABSTRACT:
+            return verdict
+        first = first or verdict
+    return first or LandingAbstract(
+        LandingOutcome.NO_METADATA,
+        detail="no citation_abstract, Dublin Core, JSON-LD, description, microdata or RDFa"
+        " field and no abstract section",
     )
 
 
 def judge_fields(page: str | Selector, *, min_chars: int) -> list[LandingAbstract]:
-    """Every metadata field of the page judged as an abstract, in order of trust."""
+    """Every field of the page judged as an abstract, in order of trust."""
+    return list(_verdicts(page, min_chars))
+
+
+def _verdicts(page: str | Selector, min_chars: int) -> Iterator[LandingAbstract]:
+    """Each field judged in turn, so that a reader stops at the first abstract."""
     selector = page if isinstance(page, Selector) else Selector(text=page, type="html")
     if selector.xpath(_CHALLENGE):
-        return [
-            LandingAbstract(
-                LandingOutcome.BLOCKED,
-                detail="a bot challenge page (Cloudflare), not the landing page",
-            )
-        ]
+        yield LandingAbstract(
+            LandingOutcome.BLOCKED,
+            detail="a bot challenge page (Cloudflare), not the landing page",
+        )
+        return
     metas = _meta_values(selector)
     title_words = _subject_words(_title(selector, metas))
-    return [
-        _judge(field, clean_text(raw), min_chars, title_words if weak else None)
-        for field, raw, weak in _candidates(selector, metas)
-    ]
+    for field, raw, weak in _candidates(selector, metas):
+        yield _judge(field, clean_text(raw), min_chars, title_words if weak else None)
 
 
 def clean_text(raw: str) -> str:
@@ -187,6 +207,13 @@ def _judge(field: str, text: str, min_chars: int, title_words: set[str] | None) 
             field=field,
             detail=f"{field} has {len(text)} characters (fewer than {min_chars})",
         )
+    if len(text) > MAX_ABSTRACT_CHARS:
+        return LandingAbstract(
+            LandingOutcome.NOT_AN_ABSTRACT,
+            field=field,
+            detail=f"{field} has {len(text)} characters, more than any abstract"
+            f" ({MAX_ABSTRACT_CHARS}): more of the page than its abstract",
+        )
     if title_words is not None:
         if not _SENTENCE_END.search(text):
             return LandingAbstract(
@@ -218,6 +245,10 @@ def _candidates(selector: Selector, metas: dict[str, list[str]]) -> Iterator[tup
     for name in _WEAK_META:
         for value in metas.get(name, ()):
             yield name, value, True
+    yield from microdata_fields(selector.root)
+    yield from rdfa_fields(selector.root)
+    for field, text in abstract_sections(selector.root):
+        yield field, text, True
 
 
 def _meta_values(selector: Selector) -> dict[str, list[str]]:
@@ -248,7 +279,7 @@ def _articles_in(node: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(node, dict):
         types = node.get("@type")
         names = types if isinstance(types, list) else [types]
-        if any(isinstance(t, str) and t.rsplit("/", 1)[-1] in _ARTICLE_TYPES for t in names):
+        if any(isinstance(t, str) and t.rsplit("/", 1)[-1] in ARTICLE_TYPES for t in names):
             yield node
         for child in node.values():
             yield from _articles_in(child)

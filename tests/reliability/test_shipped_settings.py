@@ -14,7 +14,7 @@ from scrapy.extensions.telnet import TelnetConsole
 from scrapy.settings import Settings
 
 from tests.conftest import run_crawl
-from tests.test_scrapyd import PROJECT, job_settings, run_jobs
+from tests.test_scrapyd import PROJECT, run_jobs, run_settings
 
 CONSOLES = {"TELNETCONSOLE_ENABLED": TelnetConsole, "REMOTE_CONTROL_ENABLED": RemoteControl}
 
@@ -41,7 +41,7 @@ async def test_a_crawl_loads_neither_console(simulator, db_path):
 @pytest.mark.e2e
 def test_a_scrapyd_job_loads_neither_console(scrapyd, simulator, tmp_path):
     args = {"query": "consoles", "engine": "mojeek", "serp_max_pages": "1"}
-    (job_id,) = run_jobs(scrapyd, [(args, job_settings(simulator, tmp_path / "job.sqlite3"))])
+    (job_id,) = run_jobs(scrapyd, [(args, run_settings(simulator, tmp_path / "job.sqlite3"))])
 
     log = scrapyd.job_log(PROJECT, job_id)
     enabled = re.search(r"Enabled extensions:\n\[(.*?)\]", log, re.S)

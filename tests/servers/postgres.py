@@ -190,12 +190,20 @@ def running_postgres() -> Iterator[PostgresServer]:
 _databases = count(1)
 
 
+@contextmanager
+def new_database(server: PostgresServer, name: str) -> Iterator[str]:
+    """The URL of a new, empty database `name` owned by `lyra`, dropped afterwards."""
+    with server.admin() as admin:
+        admin.execute(f"CREATE DATABASE {name} OWNER {USER}")
+    try:
+        yield server.url(name)
+    finally:
+        with server.admin() as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
 @pytest.fixture
 def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     """The URL of a new, empty database owned by `lyra`, dropped after the test."""
-    name = f"lyra_test_{os.getpid()}_{next(_databases)}"
-    with postgres_server.admin() as admin:
-        admin.execute(f"CREATE DATABASE {name} OWNER {USER}")
-    yield postgres_server.url(name)
-    with postgres_server.admin() as admin:
-        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+    with new_database(postgres_server, f"lyra_test_{os.getpid()}_{next(_databases)}") as url:
+        yield url

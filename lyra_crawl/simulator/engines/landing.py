@@ -8,7 +8,7 @@ through PaperIndex: papers of the queries the simulator was asked (their graph's
 included); any other path is a 404 page.
 
 A paper's page gives its abstract (corpus.abstract_of) the way one kind of publisher does, the
-kind `LANDING_KINDS[(number // 4) % 7]`, so the papers whose abstract the APIs withhold
+kind `LANDING_KINDS[(number // 4) % 9]`, so the papers whose abstract the APIs withhold
 (number % 4 == 3: 3, 7, 11, …) meet every kind in turn:
 - `highwire`: `citation_title`, `citation_author` (one each), `citation_publication_date`,
   `citation_doi`, `citation_journal_title` and `citation_abstract` meta tags;
@@ -21,11 +21,19 @@ kind `LANDING_KINDS[(number // 4) % 7]`, so the papers whose abstract the APIs w
   `dc.description` and the JSON-LD `abstract`, all the same text;
 - `none`: the citation_* tags and no abstract anywhere; its `<meta name="description">` is the
   publisher's blurb, not the abstract;
-- `forbidden`: HTTP 403, an "Access denied" page (a publisher's bot wall).
+- `forbidden`: HTTP 403, an "Access denied" page (a publisher's bot wall);
+- `body`: the abstract in the body only, as ScienceDirect shows it: a Highlights block before
+  the abstract section (`div.abstract.author`, headed "Abstract"), a Graphical abstract and the
+  Keywords after it; its `og:description` is the abstract cut with an ellipsis, and the
+  citation_* tags carry no abstract;
+- `microdata`: the abstract in the body marked `itemprop="description"` inside the page's
+  `itemscope itemtype="http://schema.org/ScholarlyArticle"`, as IOPscience does; no abstract
+  meta tag.
 The open-access PDFs the paper APIs name (`https://repository.sim/pdf/<hash>.pdf`,
 papers.open_access_pdf) are `/landing/pdf/<hash>.pdf`: a PDF (application/pdf), not a page.
-Pages with an abstract also show it in the page body. Attribute values are HTML-escaped (the
-abstracts hold `<`, `±` and `°C`). These pages answer before any fault or latency.
+Pages of the first five kinds also show the abstract in the page body. Attribute values are
+HTML-escaped (the abstracts hold `<`, `±` and `°C`). These pages answer before any fault or
+latency.
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ LANDING_KINDS = (
     "combined",
     "none",
     "forbidden",
+    "body",
+    "microdata",
 )
 # The publishers' robots.txt, at the simulator's root (every simulated host is that one host):
 # each query's paper 19 (a `combined` page, whose abstract the APIs withhold) is off limits.
@@ -57,6 +67,8 @@ PUBLISHERS_ROBOTS_TXT = "User-agent: *\nDisallow: /landing/*/19$\n"
 OPEN_ACCESS_PDF = re.compile(r"/pdf/[0-9a-f]{12}\.pdf")
 PDF_BODY = "%PDF-1.4\n% a simulated open-access PDF\n%%EOF\n"
 PUBLISHER_BLURB = "Peer-reviewed journals, books and data from Sim Publishing since 1901."
+# How much of the abstract a `body` page's og:description gives before its ellipsis.
+PREVIEW_CHARS = 150
 
 
 def landing_kind(key: PaperKey) -> str:
@@ -94,14 +106,18 @@ def landing_page(key: PaperKey) -> SimPage:
         return html_page("Access denied", "<h1>Access denied</h1><p>Request blocked.</p>", 403)
     abstract = abstract_of(result)
     head = _head(kind, result, abstract)
-    shown = (
-        ""
-        if kind == "none"
-        else f'<section class="abstract"><h2>Abstract</h2><p>{escape(abstract)}</p></section>'
+    article, headline = (
+        (
+            '<article itemscope itemtype="http://schema.org/ScholarlyArticle">',
+            ' itemprop="headline"',
+        )
+        if kind == "microdata"
+        else ("<article>", "")
     )
     body = (
-        f"<article><h1>{escape(result.title)}</h1>"
-        f'<p class="authors">{escape(", ".join(author_names(result)))}</p>{shown}'
+        f"{article}<h1{headline}>{escape(result.title)}</h1>"
+        f'<p class="authors">{escape(", ".join(author_names(result)))}</p>'
+        f"{_shown_abstract(kind, abstract)}"
         '<p class="access">Access through your institution</p></article>'
     )
     return SimPage(
@@ -110,6 +126,31 @@ def landing_page(key: PaperKey) -> SimPage:
         f"<title>{escape(result.title)} | {escape(venue(result))}</title>{head}</head>"
         f"<body>{body}</body></html>",
     )
+
+
+def _shown_abstract(kind: str, abstract: str) -> str:
+    """The abstract in the page body, where and how publishers of `kind` show it."""
+    text = escape(abstract)
+    match kind:
+        case "none":
+            return ""
+        case "body":
+            return (
+                '<div class="Abstracts" id="abstracts">'
+                '<div class="abstract author-highlights"><h2>Highlights</h2><ul>'
+                "<li>Highlights are not the abstract.</li>"
+                "<li>They come before it on the page.</li></ul></div>"
+                f'<div class="abstract author"><h2>Abstract</h2><div><p>{text}</p></div></div>'
+                '<div class="abstract graphical"><h2>Graphical abstract</h2>'
+                '<figure><img src="/ga.jpg" alt="Graphical abstract"></figure></div></div>'
+                '<div class="keywords"><h2>Keywords</h2><span>peat</span></div>'
+            )
+        case "microdata":
+            return (
+                '<h2 id="artAbst">Abstract</h2>'
+                f'<div class="article-text" itemprop="description"><p>{text}</p></div>'
+            )
+    return f'<section class="abstract"><h2>Abstract</h2><p>{text}</p></section>'
 
 
 def _head(kind: str, result: SimResult, abstract: str) -> str:
@@ -130,6 +171,11 @@ def _head(kind: str, result: SimResult, abstract: str) -> str:
                 + _meta("name", "dc.description", abstract)
                 + _json_ld(result, abstract)
             )
+        case "body":
+            preview = f"{abstract[:PREVIEW_CHARS].rstrip()}…"
+            return _highwire(result, None) + _meta("property", "og:description", preview)
+        case "microdata":
+            return _highwire(result, None)
     return _highwire(result, None) + _meta("name", "description", PUBLISHER_BLURB)
 
 
