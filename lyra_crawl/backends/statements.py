@@ -9,11 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
-    Integer,
     Table,
     bindparam,
     case,
-    cast,
     exists,
     func,
     literal_column,
@@ -23,7 +21,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import DOUBLE_PRECISION
 from sqlalchemy.dialects.postgresql import insert as insert_into
 
 from lyra_crawl.backends import paper_saving, rows
@@ -108,16 +105,10 @@ FINISH_QUERY = Statement(
         stop_reason=bindparam("stop_reason", type_=queries.c.stop_reason.type),
         errors=bindparam("errors", type_=queries.c.errors.type),
         # The share of items whose relevance reaches the threshold (none: NULL).
-        harvest_rate=select(
-            func.avg(
-                cast(
-                    cast(serp_items.c.relevance >= bindparam("threshold"), Integer),
-                    DOUBLE_PRECISION,
-                )
-            )
-        )
-        .where(text("serp_items.query_id = :id AND serp_items.relevance IS NOT NULL"))
-        .scalar_subquery(),
+        harvest_rate=text(
+            "(SELECT AVG(CAST(CAST(relevance >= :threshold AS INTEGER) AS DOUBLE PRECISION))"
+            " FROM serp_items WHERE serp_items.query_id = :id AND relevance IS NOT NULL)"
+        ),
         pages_fetched=text("(SELECT COUNT(*) FROM serp_pages WHERE serp_pages.query_id = :id)"),
         items=text("(SELECT COUNT(*) FROM serp_items WHERE serp_items.query_id = :id)"),
         finished_at=NOW,
