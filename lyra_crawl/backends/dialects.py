@@ -141,18 +141,26 @@ def with_fixed(compiled: Compiled, params: Mapping[str, Any]) -> Mapping[str, An
 
 
 class PlanRun:
-    """A plan being run by an executor: iterate its steps, setting each one's `answer` before
-    taking the next; `result` is the plan's once they are done."""
+    """A plan being run by a `dialect`'s executor: iterate its steps with their compiled
+    statements, setting each one's `answer` before taking the next; `result` is the plan's once
+    they are done. A step with nothing to run (no form in the dialect, no parameter set) is
+    answered here."""
 
-    def __init__(self, plan: Plan[Any]) -> None:
+    def __init__(self, plan: Plan[Any], dialect: str) -> None:
         self._plan = plan
+        self._dialect = dialect
         self.answer: Any = None
         self.result: Any = None
 
-    def __iter__(self) -> Iterator[Step]:
+    def __iter__(self) -> Iterator[tuple[Compiled, Step]]:
         try:
             while True:
-                yield self._plan.send(self.answer)
+                step = self._plan.send(self.answer)
+                compiled: Compiled = getattr(step.statement, self._dialect)
+                if compiled.sql is None or (step.many and not step.params):
+                    self.answer = 0 if step.many else None
+                else:
+                    yield compiled, step
         except StopIteration as done:
             self.result = done.value
         finally:

@@ -343,21 +343,6 @@ class BatchReports(Protocol):
     async def batch_query_ids(self, batch_id: int) -> list[int]: ...
 
 
-@runtime_checkable
-class ResultStore(
-    Backend,
-    QueryStore,
-    PaperStore,
-    LandingPageStore,
-    SearchCache,
-    InterventionQueue,
-    BatchStore,
-    BatchReports,
-    Protocol,
-):
-    """The result store: one object playing every role."""
-
-
 ROLES = (
     QueryStore,
     PaperStore,
@@ -367,6 +352,11 @@ ROLES = (
     BatchStore,
     BatchReports,
 )
+
+
+@runtime_checkable
+class ResultStore(Backend, *ROLES, Protocol):  # type: ignore[misc]
+    """The result store: one object playing every role (ROLES)."""
 
 
 class Coordinator(Backend, Protocol):

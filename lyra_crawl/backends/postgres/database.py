@@ -30,18 +30,8 @@ from psycopg.rows import dict_row, tuple_row
 from psycopg.types.datetime import TimestamptzLoader
 from psycopg_pool import AsyncConnectionPool
 
-from lyra_crawl.backends import redact_url
-from lyra_crawl.backends.dialects import (
-    COUNT,
-    FIRST,
-    POSTGRESQL,
-    ROWS,
-    VALUE,
-    Plan,
-    PlanRun,
-    Step,
-    with_fixed,
-)
+from lyra_crawl.backends import dialects, redact_url
+from lyra_crawl.backends.dialects import Plan, PlanRun, Step
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.rows import instant
 from lyra_crawl.backends.store import opening
@@ -94,7 +84,7 @@ class PostgresDatabase:
             try:
                 await _configure(conn)
                 async with conn.transaction():
-                    await run_plan(conn, opening(POSTGRESQL, f"{SETTING} {self.url}"))
+                    await run_plan(conn, opening(dialects.POSTGRESQL, f"{SETTING} {self.url}"))
             finally:
                 await conn.close()
             pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
@@ -155,31 +145,26 @@ class PostgresDatabase:
 
 async def run_plan(conn: Connection, plan: Plan[T]) -> T:
     """Run `plan`'s statements on `conn`, each answer handed back to it; its result."""
-    running = PlanRun(plan)
-    for step in running:
-        running.answer = await _run_step(conn, step)
+    running = PlanRun(plan, dialects.POSTGRESQL)
+    for compiled, step in running:
+        running.answer = await _run_step(conn, compiled, step)
     return running.result
 
 
-async def _run_step(conn: Connection, step: Step) -> Any:
-    compiled = step.statement.postgresql
-    if compiled.sql is None:
-        return None
+async def _run_step(conn: Connection, compiled: dialects.Compiled, step: Step) -> Any:
     if step.many:
-        if not step.params:
-            return 0
         cursor = conn.cursor()
         await cursor.executemany(compiled.sql, step.params)
         return cursor.rowcount
-    named = step.answer in (ROWS, FIRST)
+    named = step.answer in (dialects.ROWS, dialects.FIRST)
     cursor = conn.cursor(row_factory=dict_row if named else tuple_row)
-    await cursor.execute(compiled.sql, with_fixed(compiled, step.params))
-    if step.answer == COUNT:
+    await cursor.execute(compiled.sql, dialects.with_fixed(compiled, step.params))
+    if step.answer == dialects.COUNT:
         return cursor.rowcount
-    if step.answer == VALUE:
+    if step.answer == dialects.VALUE:
         row = await cursor.fetchone()
         return None if row is None else row[0]
-    return await cursor.fetchone() if step.answer == FIRST else await cursor.fetchall()
+    return await cursor.fetchone() if step.answer == dialects.FIRST else await cursor.fetchall()
 
 
 def _password(url: str) -> str | None:

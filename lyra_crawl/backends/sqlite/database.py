@@ -29,16 +29,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lyra_crawl.backends.dialects import (
-    COUNT,
-    FIRST,
-    SQLITE,
-    VALUE,
-    Plan,
-    PlanRun,
-    Step,
-    with_fixed,
-)
+from lyra_crawl.backends import dialects
+from lyra_crawl.backends.dialects import Plan, PlanRun, Step
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite.worker import Outcome, Work, WorkerThread
 from lyra_crawl.backends.store import opening
@@ -109,7 +101,7 @@ class SqliteDatabase:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
             with self._transaction():
-                run_plan(conn, opening(SQLITE, f"database {self.path}"))
+                run_plan(conn, opening(dialects.SQLITE, f"database {self.path}"))
             self._opened_at = time.monotonic()
         except (OSError, sqlite3.Error) as exc:
             self._close()
@@ -276,30 +268,25 @@ class SqliteDatabase:
 
 def run_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
     """Run `plan`'s statements on `conn`, each answer handed back to it; its result."""
-    running = PlanRun(plan)
-    for step in running:
-        running.answer = _run_step(conn, step)
+    running = PlanRun(plan, dialects.SQLITE)
+    for compiled, step in running:
+        running.answer = _run_step(conn, compiled, step)
     return running.result
 
 
-def _run_step(conn: sqlite3.Connection, step: Step) -> Any:
-    compiled = step.statement.sqlite
-    if compiled.sql is None:
-        return None
+def _run_step(conn: sqlite3.Connection, compiled: dialects.Compiled, step: Step) -> Any:
     if step.many:
-        if not step.params:
-            return 0
         return conn.executemany(compiled.sql, step.params).rowcount
     params = step.params
     if compiled.lists:  # read as JSON arrays (json_each)
         params = {**params, **{name: json.dumps(params[name]) for name in compiled.lists}}
-    cursor = conn.execute(compiled.sql, with_fixed(compiled, params))
-    if step.answer == COUNT:
+    cursor = conn.execute(compiled.sql, dialects.with_fixed(compiled, params))
+    if step.answer == dialects.COUNT:
         return cursor.rowcount
-    if step.answer == VALUE:
+    if step.answer == dialects.VALUE:
         row = cursor.fetchone()
         return None if row is None else row[0]
-    return cursor.fetchone() if step.answer == FIRST else cursor.fetchall()
+    return cursor.fetchone() if step.answer == dialects.FIRST else cursor.fetchall()
 
 
 class SqliteBackend:
