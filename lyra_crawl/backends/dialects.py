@@ -111,7 +111,8 @@ class Step(NamedTuple):
 Plan = Generator[Step, Any, T]
 
 
-def rows(statement: Statement, **params: Any) -> Step:
+def named(statement: Statement, **params: Any) -> Step:
+    """Every row, read by column name."""
     return Step(statement, params, ROWS)
 
 

@@ -39,7 +39,7 @@ from lyra_crawl.backends.dialects import (
     POSTGRESQL,
     Plan,
     Statement,
-    rows,
+    named,
     run,
     run_many,
     tuples,
@@ -106,7 +106,7 @@ Present = set[str]
 def _index_stored_papers(present: Present) -> Plan[None]:
     """Papers stored before the paper index get its blocks, the records kept for matching and
     their evidence."""
-    upgrade = paper_saving.upgrade_to_index((yield rows(sql.ALL_PAPERS)))
+    upgrade = paper_saving.upgrade_to_index((yield named(sql.ALL_PAPERS)))
     yield run_many(
         sql.ENTER_BLOCK,
         [
@@ -126,7 +126,7 @@ def _index_stored_papers(present: Present) -> Plan[None]:
 def _know_stored_words(present: Present) -> Plan[None]:
     """Stored papers' author and venue words, and their kept titles normalised (what a save
     reads first of its candidates)."""
-    upgrade = paper_saving.upgrade_matching((yield rows(sql.ALL_PAPERS)))
+    upgrade = paper_saving.upgrade_matching((yield named(sql.ALL_PAPERS)))
     yield run_many(sql.KNOW_WORD, [{"word": w, "kind": kind} for w, kind in upgrade.words])
     yield run_many(
         sql.MATCH_TITLES, [{"titles": titles, "paper_id": p} for titles, p in upgrade.titles]

@@ -19,17 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from lyra_crawl.backends import citation_saving, migrations, rows
 from lyra_crawl.backends import statements as sql
-from lyra_crawl.backends.dialects import (
-    Plan,
-    first,
-    run,
-    run_many,
-    tuples,
-    value,
-)
-from lyra_crawl.backends.dialects import (
-    rows as read_rows,
-)
+from lyra_crawl.backends.dialects import Plan, first, named, run, run_many, tuples, value
 from lyra_crawl.backends.paper_saving import (
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
@@ -208,9 +198,7 @@ class SqlStore:
     async def _records(
         self, convert: Callable[[Any], T], statement: sql.Statement, **params: Any
     ) -> list[T]:
-        return [
-            convert(row) for row in await self._db.run_read(_one(read_rows(statement, **params)))
-        ]
+        return [convert(row) for row in await self._db.run_read(_one(named(statement, **params)))]
 
     # -- pages and items -------------------------------------------------------------------
 
@@ -342,8 +330,8 @@ class SqlStore:
 
     async def task_citation_graph(self, task_id: str) -> CitationGraph:
         def read() -> Plan[CitationGraph]:
-            edges = yield read_rows(sql.TASK_CITATION_EDGES, task_id=task_id)
-            papers = yield read_rows(sql.TASK_CITATION_PAPERS, task_id=task_id)
+            edges = yield named(sql.TASK_CITATION_EDGES, task_id=task_id)
+            papers = yield named(sql.TASK_CITATION_PAPERS, task_id=task_id)
             return rows.citation_graph(papers, edges)
 
         return await self._db.run_read(read())
@@ -489,7 +477,7 @@ class SqlStore:
                 ids += again
             if not ids:
                 return []
-            taken = yield read_rows(sql.TAKE_ENTRIES, owner=owner, lease_s=lease_s, ids=ids)
+            taken = yield named(sql.TAKE_ENTRIES, owner=owner, lease_s=lease_s, ids=ids)
             by_id = {row["id"]: rows.batch_entry(row) for row in taken}
             return [by_id[entry_id] for entry_id in ids]
 
@@ -565,7 +553,7 @@ class SqlStore:
 
         def read() -> Plan[tuple[list[BatchEntry], int]]:
             where = {"batch_id": batch_id, "states": list(states)}
-            found = yield read_rows(sql.ENTRIES_IN, limit=limit, **where)
+            found = yield named(sql.ENTRIES_IN, limit=limit, **where)
             total = yield value(sql.COUNT_ENTRIES_IN, **where)
             return [rows.batch_entry(row) for row in found], int(total)
 
@@ -649,8 +637,8 @@ def _read(save: PapersSave) -> Plan[_Matched]:
         sql.BLOCKS, identifiers=save.identifier_keys, titles=save.title_keys, limit=BLOCK_LIMIT
     )
     blocks = {key: rows.decode_json(members, None) for key, members in found}
-    titled = yield read_rows(sql.PAPER_TITLES, ids=save.titled_ids(blocks))
-    stored = yield read_rows(sql.PAPERS, ids=save.candidate_ids(titled))
+    titled = yield named(sql.PAPER_TITLES, ids=save.titled_ids(blocks))
+    stored = yield named(sql.PAPERS, ids=save.candidate_ids(titled))
     words = yield tuples(sql.KNOWN_WORDS, words=save.title_words(stored))
     return stored, save.writes(stored, words)
 

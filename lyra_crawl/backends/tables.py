@@ -6,7 +6,7 @@ Where the two dialects store a value differently the column's type says it, by n
 timestamptz), `Json` (text, jsonb), `Flag` (0/1, boolean), `Real` (REAL, double precision),
 `Sorted` (text; COLLATE "C" in PostgreSQL, so reports sort as SQLite does whatever the locale)
 and `LeaseClock` (SQLite: epoch seconds of this machine; PostgreSQL: timestamptz of the
-server's clock, which every node shares). Tables names are fixed by DESIGN.md; columns may
+server's clock, which every node shares). Table names are fixed by DESIGN.md; columns may
 grow (backends.migrations adds them to older stores). The coordination tables are created only
 where the SQLite Coordinator runs (COORDINATION).
 """
