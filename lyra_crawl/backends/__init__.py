@@ -24,6 +24,7 @@ from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase
 from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
 from lyra_crawl.backends.store import SqlStore
+from lyra_crawl.quoting import show
 
 T = TypeVar("T")
 
@@ -227,7 +228,7 @@ _KNOWN_URLS = {
 
 def _unknown(url: str, setting: str) -> BackendError:
     return BackendError(
-        f"{setting} {redact_url(url)!r} is not a backend lyra knows: use {_KNOWN_URLS[setting]}"
+        f"{setting} {show(redact_url(url))} is not a backend lyra knows: use {_KNOWN_URLS[setting]}"
     )
 
 

@@ -33,6 +33,7 @@ from lyra_crawl.backends.records import (
     DepthRates,
     EngineState,
     EntrySpec,
+    FoundPaper,
     Intervention,
     LandingPage,
     PageRecord,
@@ -171,6 +172,20 @@ class PaperStore(Protocol):
     async def papers_of(self, query_id: int) -> list[StoredPaper]: ...
 
     async def attribution_counts(self, query_id: int) -> dict[str, int]: ...
+
+    async def papers_found(
+        self,
+        *,
+        task_id: str | None = None,
+        batch_id: int | None = None,
+        query_id: int | None = None,
+        after_id: int = 0,
+        limit: int,
+    ) -> list[FoundPaper]:
+        """One page of the papers a task's, a batch's or one query's queries found: the first
+        `limit` by id past `after_id` (the next page starts after its last one), each with the
+        texts of those queries that found it and its best rank among their results."""
+        ...
 
     async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
         """The query's first `limit` papers by fused rank that are read from their abstract

@@ -157,6 +157,17 @@ class StoredPaper:
     fetch_urls: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class FoundPaper:
+    """A paper as a task's, a batch's or one query's queries found it: `queries` are the texts
+    of those that found it (each once, oldest query first), `first_rank` its best place among
+    their results (a query's fused rank, else its rank in its source)."""
+
+    paper: StoredPaper
+    queries: tuple[str, ...]
+    first_rank: int | None
+
+
 # -- the citation graph ----------------------------------------------------------------------
 
 

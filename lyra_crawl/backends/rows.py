@@ -9,6 +9,7 @@ backends.tables (and a schema version adding the column) alone.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -25,6 +26,7 @@ from lyra_crawl.backends.records import (
     CitationFetch,
     CitationGraph,
     DepthRates,
+    FoundPaper,
     Intervention,
     LandingPage,
     Moments,
@@ -130,6 +132,22 @@ def stored_paper(row: Row) -> StoredPaper:
     return StoredPaper(**values)
 
 
+def found_papers(papers: Iterable[Row], found_by: Iterable[Row]) -> list[FoundPaper]:
+    """Each paper with the queries that found it (FOUND_PAPERS' and FOUND_BY's rows)."""
+    queries: dict[int, dict[str, None]] = {}
+    ranks: dict[int, int] = {}
+    for row in found_by:
+        paper_id, rank = row["paper_id"], row["rank"]
+        queries.setdefault(paper_id, {})[row["query_text"]] = None
+        ranks[paper_id] = min(rank, ranks.get(paper_id, rank))
+    return [
+        FoundPaper(
+            paper := stored_paper(row), tuple(queries.get(paper.id, ())), ranks.get(paper.id)
+        )
+        for row in papers
+    ]
+
+
 def citation_fetch(row: Row) -> CitationFetch:
     return CitationFetch(**{name: row[name] for name in _field_names(CitationFetch)})
 
@@ -187,6 +205,7 @@ def health(engine: str, row: Row | None) -> Health:
     return Health(**values)
 
 
+@functools.cache
 def _field_names(record: type) -> tuple[str, ...]:
     return tuple(field.name for field in fields(record))
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from lyra_crawl.backends import citation_saving, migrations, rows
 from lyra_crawl.backends import statements as sql
 from lyra_crawl.backends.dialects import Plan, first, named, run, run_many, tuples, value
+from lyra_crawl.backends.invariants import check_entry_state, check_query_end
 from lyra_crawl.backends.paper_saving import (
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
@@ -37,6 +38,7 @@ from lyra_crawl.backends.records import (
     CitationGraph,
     DepthRates,
     EntrySpec,
+    FoundPaper,
     Intervention,
     LandingPage,
     PageRecord,
@@ -149,6 +151,7 @@ class SqlStore:
             )
             finished = rows.stored_query(row)
             assert finished is not None
+            check_query_end(finished, dict((yield tuples(sql.PAGES_BY_SOURCE, id=query_id))))
             if entry_state is not None and finished.batch_entry_id is not None:
                 yield _entry_state(
                     finished.batch_entry_id,
@@ -274,6 +277,27 @@ class SqlStore:
 
     async def attribution_counts(self, query_id: int) -> dict[str, int]:
         return dict(await self._tuples(sql.ATTRIBUTION_COUNTS, id=query_id))
+
+    async def papers_found(
+        self,
+        *,
+        task_id: str | None = None,
+        batch_id: int | None = None,
+        query_id: int | None = None,
+        after_id: int = 0,
+        limit: int,
+    ) -> list[FoundPaper]:
+        scope = {"after_id": after_id, "task_id": task_id, "batch_id": batch_id}
+
+        def read() -> Plan[list[FoundPaper]]:
+            page = yield tuples(sql.FOUND_PAGE_IDS, query_id=query_id, limit=limit, **scope)
+            if not page:
+                return []
+            last = {**scope, "query_id": query_id, "last_id": page[-1][0]}
+            papers = yield named(sql.FOUND_PAPERS, **last)
+            return rows.found_papers(papers, (yield named(sql.FOUND_BY, **last)))
+
+        return await self._db.run_read(read())
 
     # -- the citation graph ----------------------------------------------------------------
 
@@ -603,6 +627,7 @@ def _entry_state(
     entry_id: int, state: str, query_id: int | None, detail: str, *, detached: bool = False
 ) -> Any:
     """An entry's new state; `detached`: without its query and the engine chosen for it."""
+    check_entry_state(state, detail)
     return run(
         sql.SET_ENTRY_STATE,
         new_state=state,
@@ -712,7 +737,7 @@ def _paper_values(write: PaperWrite) -> dict[str, Any]:
 
 def _link_by_url(query_id: int, attribution: Mapping[str, int]) -> Plan[dict[str, int]]:
     """Link the query's results no paper of its own has to the paper other queries' results at
-    their URL are (paper_saving.LINKS_BY_URL); the query's `attribution` with what it gained."""
+    their URL are (statements.LINKS_BY_URL); the query's `attribution` with what it gained."""
     links = UrlLinks((yield tuples(sql.LINKS_BY_URL, query_id=query_id)))
     if not links.found:
         return dict(attribution)

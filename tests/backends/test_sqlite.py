@@ -21,13 +21,13 @@ from lyra_crawl.backends import (
     sqlite_url,
     urls_from_settings,
 )
-from lyra_crawl.backends.paper_saving import LINKS_BY_URL
 from lyra_crawl.backends.records import (
     BackendError,
     PageRecord,
 )
 from lyra_crawl.backends.rows import ITEM_COLUMNS, process_alive
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
+from lyra_crawl.backends.statements import LINKS_BY_URL
 from lyra_crawl.paging.ledger import PageLedger
 from tests.backends.test_store import record
 from tests.conftest import in_own_loop, with_store
@@ -108,8 +108,8 @@ def test_a_database_from_an_older_version_gains_the_new_columns(tmp_path):
         await store.finish_query(
             query_id,
             status="finished",
-            stop_reasons={},
-            errors={"x": "y"},
+            stop_reasons={"mojeek": "error"},
+            errors={"mojeek": "y"},
             relevance_threshold=None,
         )
         return await store.query(1)
@@ -269,7 +269,10 @@ def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
     in_own_loop(database.close())
     with sqlite3.connect(path) as conn:
         plan = [
-            row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LINKS_BY_URL}", {"query_id": 1})
+            row[3]
+            for row in conn.execute(
+                f"EXPLAIN QUERY PLAN {LINKS_BY_URL.sqlite.sql}", {"query_id": 1}
+            )
         ]
     assert any(
         step.startswith("SEARCH item USING INDEX") and "(query_id=?)" in step for step in plan

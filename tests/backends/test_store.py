@@ -335,6 +335,98 @@ def test_a_result_at_the_url_of_another_querys_paper_is_that_paper(store):
     assert second.attribution == {"both": 0, "api_only": 0, "serp_only": 1}
 
 
+DISTINCT_TITLES = (
+    "Tidal marsh accretion rates",
+    "Hydrology of coastal salt flats",
+    "Mangrove carbon burial",
+    "Dune erosion under winter storms",
+    "Estuarine sediment budgets",
+)
+
+
+def numbered(key: int, number: str) -> CanonicalPaper:
+    """Paper `number` (its DOI 10.1/`number`) as a query's paper `key`."""
+    title = DISTINCT_TITLES[int(number)]
+    return paper(
+        key,
+        doi=f"10.1/{number}",
+        title=title,
+        normalized_title=title.lower(),
+        records=[
+            PaperRecord(
+                source="openalex", title=title, source_id=f"W{number}", doi=f"10.1/{number}"
+            )
+        ],
+    )
+
+
+def test_papers_found_are_read_a_page_at_a_time_with_the_queries_that_found_them(store):
+    # A task's papers, by id, each once, with the texts of the task's queries that found it
+    # (not another task's) and its best rank among their results: the fused rank when the
+    # query's close gave one, else the rank in its source.
+    async def work(backends):
+        store_ = backends.store
+        batch = await store_.create_batch(
+            source="b.yaml", content_hash="h", entries=[EntrySpec(1, "salt", {"query": "salt"})]
+        )
+        (entry,) = await store_.take_entries(batch.id, 1, owner="o", lease_s=60)
+        marsh = await store_.start_query(record(query_text="tidal marsh", task_id="t"))
+        salt = await store_.start_query(
+            record(query_text="salt", task_id="t", batch_entry_id=entry.id)
+        )
+        elsewhere = await store_.start_query(record(query_text="other", task_id="u"))
+        urls = [f"https://p/{n}" for n in range(5)]
+        for query_id, taken, fused in (
+            (marsh, urls[:3], {urls[0]: 4, urls[1]: 2}),
+            (salt, urls[1:4], {}),
+            (elsewhere, urls[3:], {}),
+        ):
+            await store_.store_page(
+                PageRecord(query_id, "openalex", 1, "ok", len(taken)),
+                [item(query_id, rank, url, kind="api") for rank, url in enumerate(taken, 3)],
+            )
+            await store_.save_papers(
+                query_id,
+                [(numbered(n, url[-1]), [url]) for n, url in enumerate(taken)],
+                fused,
+                {"api_only": len(taken)},
+                min_abstract_chars=10,
+            )
+        pages, after = [], 0
+        while page := await store_.papers_found(task_id="t", after_id=after, limit=2):
+            pages.append(page)
+            after = page[-1].paper.id
+        return (
+            pages,
+            await store_.papers_found(batch_id=batch.id, limit=10),
+            await store_.papers_found(query_id=elsewhere, limit=10),
+            await store_.papers_found(task_id="none", limit=10),
+        )
+
+    pages, of_batch, of_query, of_nothing = store.run(work)
+
+    assert [len(page) for page in pages] == [2, 2]
+    found = [f for page in pages for f in page]
+    assert [f.paper.doi for f in found] == [f"10.1/{n}" for n in range(4)]
+    assert [f.paper.id for f in found] == sorted(f.paper.id for f in found)
+    assert [(f.queries, f.first_rank) for f in found] == [
+        (("tidal marsh",), 4),
+        (("tidal marsh", "salt"), 2),
+        (("tidal marsh", "salt"), 4),
+        (("salt",), 5),
+    ]
+    assert [(f.paper.doi, f.queries, f.first_rank) for f in of_batch] == [
+        ("10.1/1", ("salt",), 3),
+        ("10.1/2", ("salt",), 4),
+        ("10.1/3", ("salt",), 5),
+    ]
+    assert [(f.paper.doi, f.queries) for f in of_query] == [
+        ("10.1/3", ("other",)),
+        ("10.1/4", ("other",)),
+    ]
+    assert of_nothing == []
+
+
 async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     """A crawl's life, two queries and a batch of three entries, through every read and write
     of the protocol; each answer named by its call."""
@@ -499,6 +591,9 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     see("citation_seeds", await store.citation_seeds(first, limit=2))
     see("citation_frontier", await store.citation_frontier(first, 1, limit=2))
     see("task_citation_graph", await store.task_citation_graph("t1"))
+    see("papers_found task", await store.papers_found(task_id="t1", limit=10))
+    see("papers_found page", await store.papers_found(query_id=second, after_id=1, limit=1))
+    see("papers_found batch", await store.papers_found(batch_id=batch.id, limit=10))
     marsh = record(query_text="tidal marsh", normalized_query="tidal marsh")
     # One finished, one running: nothing to resume yet.
     assert await store.resumable_query(marsh, any_engine=True) is None

@@ -1,0 +1,113 @@
+"""Papers as BibTeX, written by bibtexparser (v2): one entry per paper.
+
+`@article` with a venue (`journal`), else `@misc`. Text fields are LaTeX: its special characters
+are escaped, each in a group of its own (`{\\%}`, `{\\&}`, `{\\textbackslash}`, …), and braces
+become `{\\textbraceleft}` and `{\\textbraceright}`, since BibTeX counts every brace, escaped or
+not, to find a value's end.
+Runs of characters LaTeX would join (`--`, ``` `` ```, `?``) are kept apart with `{}`. Letters of
+every script stay as they are (UTF-8; biber, JabRef and Zotero read it). Values are on one line.
+`url` and `doi` are verbatim fields: written as they are, but for the characters a BibTeX value
+cannot hold raw (braces, a backslash, whitespace), percent-encoded. Authors are "Family, Given"
+joined by "and"; a name BibTeX would not split right is braced whole. The arXiv id is `eprint`
+(with `archiveprefix = {arXiv}`), the PMID `pmid`, the queries that found it `keywords`, and
+where it came from `annote`, which reference managers import as a note and the standard
+bibliography styles do not print.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import bibtexparser
+from bibtexparser.middlewares import AddEnclosingMiddleware
+from bibtexparser.model import Entry, Field
+from bibtexparser.writer import BibtexFormat
+
+from lyra_crawl.reports.paper_export.names import AuthorName
+from lyra_crawl.reports.paper_export.records import ExportedPaper, joined, one_line
+from lyra_crawl.reports.paper_export.writer import PaperWriter
+
+# Each escape in braces of its own: BibTeX's name splitting (bibtexparser's too) then never
+# reads a backslash sequence as part of a separator.
+_LATEX = str.maketrans(
+    {
+        "\\": r"{\textbackslash}",
+        "{": r"{\textbraceleft}",
+        "}": r"{\textbraceright}",
+        "$": r"{\$}",
+        "&": r"{\&}",
+        "%": r"{\%}",
+        "#": r"{\#}",
+        "_": r"{\_}",
+        "~": r"{\textasciitilde}",
+        "^": r"{\textasciicircum}",
+    }
+)
+# Between two characters LaTeX would make one of (--, ---, ``, '', ?`, !`, <<, >>).
+_LIGATURE = re.compile(r"([-`'<>?!])(?=[-`'<>])")
+# Either of the above: most text has neither, and is left as it is after one quick scan.
+_SPECIAL = re.compile(r"[\\{}$&%#_~^]|[-`'<>?!][-`'<>]")
+_VERBATIM = str.maketrans({"{": "%7B", "}": "%7D", "\\": "%5C", " ": "%20"})
+_FORMAT = BibtexFormat()
+_FORMAT.indent = "  "
+_FORMAT.block_separator = "\n"
+_STACK = [
+    AddEnclosingMiddleware(
+        reuse_previous_enclosing=False, enclose_integers=False, default_enclosing="{"
+    )
+]
+
+
+class BibtexWriter(PaperWriter):
+    def write(self, papers: Sequence[ExportedPaper]) -> None:
+        library = bibtexparser.Library([entry(paper) for paper in papers])
+        text = bibtexparser.write_string(library, unparse_stack=_STACK, bibtex_format=_FORMAT)
+        if text:
+            self.out.write(text + "\n")
+
+
+def entry(paper: ExportedPaper) -> Entry:
+    fields = {
+        "title": latex(paper.title),
+        "author": " and ".join(map(_author, paper.authors)),
+        "year": paper.year,
+        "journal": paper.venue and latex(paper.venue),
+        "doi": paper.doi and verbatim(paper.doi),
+        "eprint": paper.arxiv_id and verbatim(paper.arxiv_id),
+        "archiveprefix": paper.arxiv_id and "arXiv",
+        "pmid": paper.pmid and verbatim(paper.pmid),
+        "url": paper.url and verbatim(paper.url),
+        "abstract": paper.abstract and latex(paper.abstract),
+        "keywords": latex(joined(paper.keywords, ", ")),
+        "annote": latex("; ".join(paper.provenance())),
+    }
+    return Entry(
+        "article" if paper.venue else "misc",
+        paper.key,
+        [Field(name, value) for name, value in fields.items() if value],
+    )
+
+
+def latex(text: str) -> str:
+    """`text` as LaTeX on one line: every special character escaped."""
+    text = one_line(text)
+    if _SPECIAL.search(text) is None:
+        return text
+    return _LIGATURE.sub(r"\1{}", text.translate(_LATEX))
+
+
+def verbatim(text: str) -> str:
+    """`text` for a verbatim field (url, doi): the characters a value cannot hold raw encoded."""
+    return one_line(text).translate(_VERBATIM)
+
+
+def _author(name: AuthorName) -> str:
+    if name.literal:
+        return "{" + latex(name.literal) + "}"
+    parts = (
+        [name.family_name, name.suffix, name.given]
+        if name.suffix
+        else [name.family_name, name.given]
+    )
+    return ", ".join(latex(part) for part in parts if part)

@@ -1,0 +1,86 @@
+"""Author names, as the stores keep them (display names: "Jane Smith", PubMed's "Smith J"),
+split into the parts the export formats name. Pure.
+
+The split is BibTeX's own (first, von, last, jr; bibtexparser's implementation), so
+"Ludwig van Beethoven" has the family "van Beethoven". PubMed writes a name as the family name
+and the initials ("Smith JR"): read as "Smith, JR". A name BibTeX would not read as one person
+(braces, a backslash, the word "and", more than two commas) is kept whole, a literal name.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import NamedTuple
+
+from bibtexparser.middlewares.names import InvalidNameError, parse_single_name_into_parts
+
+# PubMed's form: a family name, then up to three capital initials.
+_INITIALS_LAST = re.compile(r"^(?P<family>[^,]+?) (?P<initials>[A-Z]{1,3})$")
+
+
+class AuthorName(NamedTuple):
+    """One author: `family` (with its particle, e.g. "van Beethoven"), `given`, `suffix`
+    ("Jr."); a literal name (an organisation, a name BibTeX cannot split) has only `literal`."""
+
+    family: str = ""
+    given: str = ""
+    suffix: str = ""
+    particle: str = ""
+    literal: str = ""
+
+    @property
+    def family_name(self) -> str:
+        """The family name with its particle."""
+        return " ".join(filter(None, (self.particle, self.family)))
+
+    def inverted(self) -> str:
+        """ "Family, Given" (RIS's form; "Family, Given, Suffix" with a suffix); a literal name
+        as it is."""
+        if self.literal:
+            return self.literal
+        return ", ".join(filter(None, (self.family_name, self.given, self.suffix)))
+
+
+def _unsplittable(name: str) -> bool:
+    """Whether BibTeX would not read `name` as one person's name."""
+    return (
+        "{" in name
+        or "}" in name
+        or "\\" in name
+        or name.count(",") > 2
+        or " and " in f" {name.lower()} "
+    )
+
+
+def _capitalised(initials: str) -> bool:
+    """Whether every word starts with a capital letter (not a digit, a mark or a letter of a
+    script without case: the library decides those)."""
+    return all(map(str.isupper, initials))
+
+
+@functools.lru_cache(maxsize=4096)
+def author_name(display: str) -> AuthorName:
+    """`display` split into its parts; whitespace runs become one space."""
+    words = display.split()
+    name = " ".join(words)
+    if _unsplittable(name):
+        return AuthorName(literal=name)
+    if pubmed := _INITIALS_LAST.match(name):
+        name = f"{pubmed['family']}, {pubmed['initials']}"
+    elif words and "," not in name and _capitalised("".join([word[0] for word in words])):
+        # What BibTeX's split gives a name of capitalised words and no comma (most names),
+        # without its character-by-character scan: the last word is the family name.
+        return AuthorName(family=words[-1], given=" ".join(words[:-1]))
+    try:
+        parts = parse_single_name_into_parts(name)
+    except InvalidNameError:
+        return AuthorName(literal=name)
+    if not parts.last:
+        return AuthorName(literal=name)
+    return AuthorName(
+        family=" ".join(parts.last),
+        given=" ".join(parts.first),
+        suffix=" ".join(parts.jr),
+        particle=" ".join(parts.von),
+    )
