@@ -20,7 +20,9 @@ and the statements with no common form (`Statement.per_dialect`).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Mapping, Sequence
+import json
+import operator
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
@@ -38,19 +40,21 @@ T = TypeVar("T")
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 # Compiling only: neither dialect's driver module is imported.
 _DIALECTS = {
-    SQLITE: sqlite.dialect(paramstyle="named"),
+    SQLITE: sqlite.dialect(paramstyle="qmark"),
     POSTGRESQL: psycopg2.dialect(paramstyle="pyformat"),
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
-    """A statement as one dialect runs it: its text (None: nothing to run there), the
-    parameters that are lists, and the values of the parameters the construct fixed."""
+    """A statement as one dialect runs it: its text (None: nothing to run there), and `bind`,
+    which turns a plan's named parameters into what the driver takes: SQLite's in the text's
+    order (sqlite3 binds a tuple faster than it looks names up), its lists as JSON arrays;
+    PostgreSQL's by name (psycopg orders them itself). Both with the values the construct
+    fixed (SQLite's OFFSET 0 after a LIMIT, say)."""
 
     sql: str | None
-    lists: frozenset[str] = frozenset()
-    fixed: Mapping[str, Any] | None = None
+    bind: Callable[[Mapping[str, Any]], Any] = dict
 
 
 class Statement:
@@ -84,12 +88,30 @@ class Statement:
             construct = construct.inline()  # no new row's id returned unasked
         keys = {"column_keys": self._keys} if self._keys else {}
         compiled = construct.compile(dialect=_DIALECTS[dialect], **keys)
-        # A value the construct fixed: SQLite's OFFSET 0 after a LIMIT, say.
         binds = getattr(compiled, "bind_names", {})
         fixed = {name: bind.value for bind, name in binds.items() if not bind.required}
-        return Compiled(
-            compiled.string, frozenset(getattr(compiled, "lyra_lists", ())), fixed or None
-        )
+        if dialect == POSTGRESQL:
+            return Compiled(compiled.string, (lambda p: {**fixed, **p}) if fixed else _named)
+        order = _ordered(getattr(compiled, "positiontup", None) or ())
+        lists = getattr(compiled, "lyra_lists", ())
+        if fixed or lists:
+            return Compiled(compiled.string, lambda p: order(_with(p, fixed, lists)))
+        return Compiled(compiled.string, order)
+
+
+def _named(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    return params
+
+
+def _ordered(names: Sequence[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """The parameters by name as a tuple in `names`' order."""
+    if len(names) > 1:
+        return operator.itemgetter(*names)
+    return lambda params: tuple(params[name] for name in names)
+
+
+def _with(params: Mapping[str, Any], fixed: Mapping[str, Any], lists: Any) -> dict[str, Any]:
+    return {**fixed, **params, **{name: json.dumps(params[name]) for name in lists}}
 
 
 # -- plans -----------------------------------------------------------------------------------
@@ -135,10 +157,6 @@ def run(statement: Statement, **params: Any) -> Step:
 def run_many(statement: Statement, params: Sequence[Mapping[str, Any]]) -> Step:
     """The statement once for each parameter set (none: nothing run); the rows changed."""
     return Step(statement, params, COUNT, many=True)
-
-
-def with_fixed(compiled: Compiled, params: Mapping[str, Any]) -> Mapping[str, Any]:
-    return params if compiled.fixed is None else {**compiled.fixed, **params}
 
 
 class PlanRun:

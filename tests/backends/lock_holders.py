@@ -42,7 +42,7 @@ class FileLockHolder:
         with closing(sqlite3.connect(self.path, isolation_level=None)) as conn:
             conn.execute("BEGIN IMMEDIATE")
             written = {"paper_abstract": abstract, "paper_id": paper_id}
-            conn.execute(PAPER_FROM_LANDING.sqlite.sql, written)
+            conn.execute(PAPER_FROM_LANDING.sqlite.sql, PAPER_FROM_LANDING.sqlite.bind(written))
             conn.execute(NEXT_GENERATION.sqlite.sql)
             conn.execute("COMMIT")
 

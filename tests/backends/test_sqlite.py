@@ -269,10 +269,7 @@ def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
     in_own_loop(database.close())
     with sqlite3.connect(path) as conn:
         plan = [
-            row[3]
-            for row in conn.execute(
-                f"EXPLAIN QUERY PLAN {LINKS_BY_URL.sqlite.sql}", {"query_id": 1}
-            )
+            row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LINKS_BY_URL.sqlite.sql}", (1,))
         ]
     assert any(
         step.startswith("SEARCH item USING INDEX") and "(query_id=?)" in step for step in plan

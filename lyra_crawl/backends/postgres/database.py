@@ -155,11 +155,11 @@ async def run_plan(conn: Connection, plan: Plan[T]) -> T:
 async def _run_step(conn: Connection, compiled: dialects.Compiled, step: Step) -> Any:
     if step.many:
         cursor = conn.cursor()
-        await cursor.executemany(compiled.sql, step.params)
+        await cursor.executemany(compiled.sql, [compiled.bind(p) for p in step.params])
         return cursor.rowcount
     named = step.answer in (dialects.ROWS, dialects.FIRST)
     cursor = conn.cursor(row_factory=dict_row if named else tuple_row)
-    await cursor.execute(compiled.sql, dialects.with_fixed(compiled, step.params))
+    await cursor.execute(compiled.sql, compiled.bind(step.params))
     if step.answer == dialects.COUNT:
         return cursor.rowcount
     if step.answer == dialects.VALUE:

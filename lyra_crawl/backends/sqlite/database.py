@@ -19,7 +19,6 @@ interrupted, in one transaction.
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import sqlite3
@@ -276,11 +275,8 @@ def run_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
 
 def _run_step(conn: sqlite3.Connection, compiled: dialects.Compiled, step: Step) -> Any:
     if step.many:
-        return conn.executemany(compiled.sql, step.params).rowcount
-    params = step.params
-    if compiled.lists:  # read as JSON arrays (json_each)
-        params = {**params, **{name: json.dumps(params[name]) for name in compiled.lists}}
-    cursor = conn.execute(compiled.sql, dialects.with_fixed(compiled, params))
+        return conn.executemany(compiled.sql, map(compiled.bind, step.params)).rowcount
+    cursor = conn.execute(compiled.sql, compiled.bind(step.params))
     if step.answer == dialects.COUNT:
         return cursor.rowcount
     if step.answer == dialects.VALUE:
