@@ -1,8 +1,9 @@
 """Packaging for Scrapyd eggs (`scrapyd-deploy`) and plain installs.
 
-The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, and the
-backends' SQL (schemas, PostgreSQL's upgrades) and the HTML reports' templates as package data,
-so an egg finds them with importlib.resources (Jinja2's PackageLoader reads zipped eggs too).
+The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, so an egg
+finds it with importlib.resources, and the HTML reports' templates ship as package data
+(Jinja2's PackageLoader reads zipped eggs too). The backends' schema is Python
+(lyra_crawl/backends/tables.py and migrations.py): no SQL file to ship.
 """
 
 from setuptools import find_packages, setup
@@ -15,8 +16,6 @@ setup(
     package_dir={"lyra_crawl.bundled_config": "config"},
     package_data={
         "lyra_crawl.bundled_config": ["*.yaml"],
-        "lyra_crawl.backends.sqlite": ["schema.sql"],
-        "lyra_crawl.backends.postgres": ["*.sql"],
         "lyra_crawl.reports": ["templates/*"],
     },
     entry_points={"scrapy": ["settings = lyra_crawl.settings"]},

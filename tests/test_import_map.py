@@ -21,12 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
-# Cycles lying wholly in backends/ wait for the store rewrite (issue 36, statements written
-# once), which owns those files: backends/__init__.py imports the PostgreSQL and Redis backends
-# where it opens them, and they import its `redact_url`.
-LEFT_TO_THE_STORE_REWRITE = "lyra_crawl.backends"
-
-
 def lint_imports(folder: Path) -> subprocess.CompletedProcess[str]:
     """`lint-imports` on the package and .importlinter found in `folder`."""
     return subprocess.run(
@@ -64,7 +58,7 @@ def test_the_code_map_holds() -> None:
 FORBIDDEN = {
     "lyra_crawl/papers/fusion.py": ("import scrapy\n", "pure packages import no Scrapy"),
     "lyra_crawl/middlewares/daily_quota.py": (
-        "from lyra_crawl.backends.sqlite.store import SqliteStore\n",
+        "from lyra_crawl.backends.store import SqlStore\n",
         "middlewares/ may import",
     ),
     "lyra_crawl/engines/base.py": (
@@ -99,12 +93,7 @@ def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
 
 def test_no_import_cycle_among_modules() -> None:
     graph = grimp.build_graph("lyra_crawl", cache_dir=None)  # type-checking imports included
-    cycles = [
-        cycle
-        for cycle in import_cycles(graph)
-        if not all(module.startswith(LEFT_TO_THE_STORE_REWRITE) for module in cycle)
-    ]
-    assert cycles == []
+    assert import_cycles(graph) == []
 
 
 def test_an_import_cycle_is_found() -> None:

@@ -17,12 +17,14 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit
 
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.backends.records import BackendError
-from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase, SqliteStore
+from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase
 from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
+from lyra_crawl.backends.store import SqlStore
+from lyra_crawl.backends.urls import redact_url
 from lyra_crawl.quoting import show
 
 T = TypeVar("T")
@@ -94,21 +96,6 @@ def absolute_url(url: str) -> str:
     return sqlite_url(path.resolve()) if path is not None else url
 
 
-def redact_url(url: str) -> str:
-    """`url` without its password, fit for logs and messages; never raises."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:  # not a URL urllib can read (a bad IPv6 host): show only its scheme
-        return f"{url.partition(':')[0]}://***"
-    if not password:
-        return url
-    # Rebuilt from the netloc as written: `hostname` would drop an IPv6 host's brackets.
-    userinfo, _, host = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-
-
 def backend_target(url: str) -> str:
     """Where `url` points, without its user and password: scheme, host, port and database (for
     SQLite the absolute file), spelled alike for two URLs that name the same place. What a
@@ -161,15 +148,15 @@ class _Opener:
 
     async def store(self, url: str) -> ResultStore:
         if url.startswith(SQLITE_PREFIX):
-            return SqliteStore(await self._sqlite_database(url, "LYRA_DB_URL"))
+            return SqlStore(await self._sqlite_database(url, "LYRA_DB_URL"))
         if url.startswith(POSTGRES_PREFIXES):
             # Imported here: psycopg is loaded only by processes that use PostgreSQL.
-            from lyra_crawl.backends.postgres import PostgresDatabase, PostgresStore
+            from lyra_crawl.backends.postgres import PostgresDatabase
 
             database = PostgresDatabase(url)
             await database.open()
             self.opened.append(database)
-            return PostgresStore(database)
+            return SqlStore(database)
         raise _unknown(url, "LYRA_DB_URL")
 
     async def coordinator(self, url: str) -> Coordinator:

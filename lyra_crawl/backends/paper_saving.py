@@ -1,10 +1,11 @@
-"""Saving a query's papers into the one paper index: what both SQL stores do, without the SQL.
+"""Saving a query's papers into the one paper index: what the SQL store does (backends.store),
+without the SQL.
 
 A store's `save_papers` runs in one transaction (PostgreSQL: under the papers lock, so paper
 saves run one at a time across every node, as SQLite's write lock makes them), every read and
 write of it batch-shaped, one statement each over all the query's papers:
 
-1. it moves the store's paper index generation on (`NEXT_GENERATION`, `PapersSave.start`);
+1. it moves the store's paper index generation on (`PapersSave.start`);
    reads the blocks of the query's papers' identifiers (`PapersSave.identifier_keys`, whole)
    and title keys (`PapersSave.title_keys`: word and edge keys; a block of BLOCK_LIMIT papers
    or more is full and read as None), a block by the 64-bit hash of its key (`block_hash`,
@@ -26,7 +27,7 @@ write of it batch-shaped, one statement each over all the query's papers:
    the query's records (`PapersSave.word_entries`);
 4. a result of the query that no paper of its own has (a web result without an identifier) is
    the paper another query's result at its normalized URL is linked to, when exactly one paper
-   is (`LINKS_BY_URL`); the paper then counts the result's source among its sources
+   is (`statements.LINKS_BY_URL`); the paper then counts the result's source among its sources
    (`UrlLinks`), and the query counts it as `serp_only`.
 
 Both stores make the reads and the matching of steps 1 and 2 ahead of the transaction, outside
@@ -103,12 +104,6 @@ PAPER_JSON_COLUMNS: Mapping[str, Any] = {
 TITLE_COLUMNS = ("id", "match_titles")
 # `paper_words.kind` of the words of author names and of venues.
 NAME, VENUE = "name", "venue"
-# Moves the store's paper index generation on by one (see StoredTitles); both dialects read it.
-NEXT_GENERATION = (
-    "INSERT INTO paper_index_generation (id, generation) VALUES (1, 1)"
-    " ON CONFLICT (id) DO UPDATE SET generation = paper_index_generation.generation + 1"
-    " RETURNING generation"
-)
 _FIRST_KNOWN = ("doi", "arxiv_id", "pmid", "title", "normalized_title", "year", "venue")
 
 Values = dict[str, Any]
@@ -496,22 +491,10 @@ def upgrade_matching(rows: Iterable[Row]) -> MatchingUpgrade:
     return MatchingUpgrade(word_entries(words), titles)
 
 
-# The query's items without a paper, each with the one paper other queries' items at its
-# normalized URL are linked to (none when they are linked to several): item id, its source,
-# the paper (query id). The unary + keeps SQLite from finding the query's items through the
-# index of every item without a paper (7 ms a save after 1,000 queries; 0.04 ms by query id).
-LINKS_BY_URL = (
-    "SELECT item.id, item.source, MIN(other.paper_id) FROM serp_items AS item"
-    " JOIN serp_items AS other ON other.normalized_url = item.normalized_url"
-    " WHERE item.query_id = ? AND +item.paper_id IS NULL"
-    " AND other.query_id <> item.query_id AND other.paper_id IS NOT NULL"
-    " GROUP BY item.id, item.source HAVING COUNT(DISTINCT other.paper_id) = 1"
-)
-
-
 @dataclass(frozen=True)
 class UrlLinks:
-    """What LINKS_BY_URL found for a query: its items to link, and what their papers become."""
+    """What statements.LINKS_BY_URL found for a query: its items to link, and what their papers
+    become."""
 
     found: Sequence[tuple[int, str, int]]  # item id, its source, the paper
 

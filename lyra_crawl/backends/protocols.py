@@ -1,11 +1,16 @@
-"""The two backend protocols every component speaks: ResultStore and Coordinator. Async.
+"""The backend protocols every component speaks, one per role. Async.
 
-`ResultStore` keeps what a crawl found (queries, pages with their items, papers, the search
-cache, interventions, batches); `Coordinator` holds what must be exact across every process
-sharing it (daily quotas, each engine's send slot, circuit breakers). Both return the typed
-records of lyra_crawl.backends.records, never a driver's row type. A backend is chosen by URL
-(LYRA_DB_URL, LYRA_COORDINATION_URL; see lyra_crawl.backends.open_backends): SQLite is the
-embedded default, PostgreSQL and Redis the way past one machine.
+The result store keeps what a crawl found, in roles: `QueryStore` (queries, their pages and
+items), `PaperStore` (the paper index and the citation graph), `LandingPageStore` (the papers
+spider's landing pages), `SearchCache`, `InterventionQueue` (block pages for a person),
+`BatchStore` (batches and their entries under leases) and `BatchReports` (what is read of a
+batch, its figures aggregated by the store). One store object plays every role
+(`ResultStore`); a component depends on the roles it uses. `Coordinator` holds what must be
+exact across every process sharing it (daily quotas, each engine's send slot, circuit
+breakers). All return the typed records of lyra_crawl.backends.records, never a driver's row
+type. A backend is chosen by URL (LYRA_DB_URL, LYRA_COORDINATION_URL; see
+lyra_crawl.backends.open_backends): SQLite is the embedded default, PostgreSQL and Redis the
+way past one machine.
 
 No call may block the reactor: SQLite runs every statement on a worker thread that owns its
 connection; network backends use their asyncio clients.
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from lyra_crawl.backends.records import (
     BatchEntry,
@@ -60,8 +65,13 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
-class ResultStore(Backend, Protocol):
-    # -- queries ---------------------------------------------------------------------------
+@runtime_checkable
+class QueryStore(Protocol):
+    """Queries, and their pages stored whole with their items."""
+
+    @property
+    def url(self) -> str: ...
+
     async def start_query(self, record: QueryRecord) -> int:
         """A new running query; with `record.batch_entry_id`, that entry is marked as running
         this query (its id and engine) in the same transaction."""
@@ -114,7 +124,6 @@ class ResultStore(Backend, Protocol):
 
     async def mark_cache_hit(self, query_id: int, answered_by: int) -> None: ...
 
-    # -- pages and items -------------------------------------------------------------------
     async def store_page(self, page: PageRecord, items: Sequence[ResultItem]) -> int:
         """Write one page's row and its items atomically; returns the items newly stored."""
         ...
@@ -135,7 +144,11 @@ class ResultStore(Backend, Protocol):
         """Engines whose latest page read was layout_changed, by engine name."""
         ...
 
-    # -- papers ----------------------------------------------------------------------------
+
+@runtime_checkable
+class PaperStore(Protocol):
+    """The one paper index across queries, and the citation graph between its papers."""
+
     async def save_papers(
         self,
         query_id: int,
@@ -174,7 +187,6 @@ class ResultStore(Backend, Protocol):
         texts of those queries that found it and its best rank among their results."""
         ...
 
-    # -- the citation graph ----------------------------------------------------------------
     async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
         """The query's first `limit` papers by fused rank that are read from their abstract
         (evidence = abstract): where its citation graph starts."""
@@ -210,7 +222,11 @@ class ResultStore(Backend, Protocol):
         ends."""
         ...
 
-    # -- landing pages (the papers spider) -------------------------------------------------
+
+@runtime_checkable
+class LandingPageStore(Protocol):
+    """The papers spider's work: papers queued for a fetch, and what their pages gave."""
+
     async def papers_to_read(
         self, *, task_id: str | None = None, query_id: int | None = None
     ) -> list[PaperToRead]:
@@ -231,14 +247,22 @@ class ResultStore(Backend, Protocol):
         """The landing pages asked for a task's (or a query's) papers, by paper id and URL."""
         ...
 
-    # -- search-level cache ----------------------------------------------------------------
+
+@runtime_checkable
+class SearchCache(Protocol):
+    """Search-level cache: a key to the query whose stored results answer it."""
+
     async def fresh_cache_entry(self, key: str, now: datetime) -> int | None: ...
 
     async def store_cache_entry(
         self, key: str, query_id: int, *, created_at: datetime, expires_at: datetime
     ) -> None: ...
 
-    # -- interventions ---------------------------------------------------------------------
+
+@runtime_checkable
+class InterventionQueue(Protocol):
+    """Block pages (CAPTCHAs, access denied) queued for a person."""
+
     async def add_intervention(
         self, *, engine: str, url: str, query_id: int | None, kind: str, detail: str
     ) -> int: ...
@@ -247,14 +271,16 @@ class ResultStore(Backend, Protocol):
 
     async def resolve_intervention(self, intervention_id: int) -> bool: ...
 
-    # -- batches ---------------------------------------------------------------------------
+
+@runtime_checkable
+class BatchStore(Protocol):
+    """Batches as recorded, and their entries taken under leases by the crawls running them."""
+
     async def create_batch(
         self, *, source: str, content_hash: str, entries: Sequence[EntrySpec]
     ) -> BatchRecord:
         """Record a batch and its entries (rejected ones in state `rejected`)."""
         ...
-
-    async def batch(self, batch_id: int) -> BatchRecord | None: ...
 
     async def batch_by_hash(self, content_hash: str) -> BatchRecord | None:
         """The latest batch recorded from a file with this content."""
@@ -291,17 +317,30 @@ class ResultStore(Backend, Protocol):
         self, entry_ids: Sequence[int], *, owner: str, lease_s: float
     ) -> None: ...
 
-    async def batch_entries(self, batch_id: int) -> list[BatchEntry]: ...
-
-    # -- batch figures (progress display, batch report): aggregated by the store -----------
-    async def batch_progress(self, batch_id: int) -> BatchProgress:
-        """Entries by state, requests per source, items, blocks, rate-limit waits, and what the
-        ETA needs."""
-        ...
-
     async def record_rate_waits(self, batch_id: int, owner: str, waits: Mapping[str, int]) -> None:
         """The rate-limit waits per engine of crawl `owner` of the batch so far (its stats),
         so that progress read from the store, in any process, shows them."""
+        ...
+
+
+@runtime_checkable
+class BatchReports(Protocol):
+    """What is read of a batch: its record, its entries, and its figures aggregated by the
+    store (progress display, batch report)."""
+
+    async def batch(self, batch_id: int) -> BatchRecord | None: ...
+
+    async def batch_entries(self, batch_id: int) -> list[BatchEntry]: ...
+
+    async def batch_entries_in(
+        self, batch_id: int, states: Sequence[str], *, limit: int
+    ) -> tuple[list[BatchEntry], int]:
+        """The first `limit` entries in one of `states`, by position, and how many there are."""
+        ...
+
+    async def batch_progress(self, batch_id: int) -> BatchProgress:
+        """Entries by state, requests per source, items, blocks, rate-limit waits, and what the
+        ETA needs."""
         ...
 
     async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]: ...
@@ -318,11 +357,21 @@ class ResultStore(Backend, Protocol):
 
     async def batch_query_ids(self, batch_id: int) -> list[int]: ...
 
-    async def batch_entries_in(
-        self, batch_id: int, states: Sequence[str], *, limit: int
-    ) -> tuple[list[BatchEntry], int]:
-        """The first `limit` entries in one of `states`, by position, and how many there are."""
-        ...
+
+ROLES = (
+    QueryStore,
+    PaperStore,
+    LandingPageStore,
+    SearchCache,
+    InterventionQueue,
+    BatchStore,
+    BatchReports,
+)
+
+
+@runtime_checkable
+class ResultStore(Backend, *ROLES, Protocol):  # type: ignore[misc]
+    """The result store: one object playing every role (ROLES)."""
 
 
 class Coordinator(Backend, Protocol):

@@ -1,13 +1,10 @@
-"""What every SQL backend shares: rows to the typed records, the item columns, instants as text,
-dead crawls on this host, a batch's figures from grouped rows. No SQL (each backend keeps its
-own dialect; saving papers, planned without SQL too, is backends.paper_saving) but the reads
-both run alike: STALE_PARSERS and the citation graph's (`?` placeholders, which `postgres` turns
-into psycopg's `%s`).
+"""Rows to the typed records, the item columns, instants as text, dead crawls on this host, a
+batch's figures from grouped rows: what the SQL store reads back (backends.store). No SQL.
 
 A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
 as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
-are derived from StoredItem's fields: a field added to a result reaches the tables through each
-backend's schema alone.
+are derived from StoredItem's fields: a field added to a result reaches the tables through
+backends.tables (and a schema version adding the column) alone.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import socket
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -69,17 +66,17 @@ def utc_now() -> str:
     return instant(datetime.now(UTC))
 
 
-def item_row(
-    item: ResultItem, *, encode_list: Callable[[list[Any]], Any] = json.dumps
-) -> tuple[Any, ...]:
-    """One item as the values of ITEM_INSERT_COLUMNS; `encode_list` turns a JSON list column
-    into what the backend's driver writes."""
-    values: list[Any] = []
-    for column in ITEM_INSERT_COLUMNS[:-1]:
-        value = getattr(item, column)
-        values.append(encode_list(list(value)) if column in JSON_LIST_COLUMNS else value)
-    values.append(item.source)
-    return tuple(values)
+# json.dumps(value, sort_keys=True) without building an encoder for each value.
+json_text = json.JSONEncoder(sort_keys=True).encode
+
+
+def item_values(item: ResultItem) -> dict[str, Any]:
+    """One item as the values of ITEM_INSERT_COLUMNS, its JSON lists as text."""
+    values = {column: getattr(item, column) for column in ITEM_INSERT_COLUMNS[:-1]}
+    for column in JSON_LIST_COLUMNS:
+        values[column] = json.dumps(list(values[column]))
+    values["engine"] = item.source
+    return values
 
 
 def decode_json(value: Any, default: Any) -> Any:
@@ -122,33 +119,6 @@ def stored_page(row: Row) -> StoredPage:
     return StoredPage(**{name: row[name] for name in _field_names(StoredPage)})
 
 
-# The pages stored for each source of a query (query id), for invariants.check_query_end.
-PAGES_BY_SOURCE = "SELECT source, COUNT(*) FROM serp_pages WHERE query_id = ? GROUP BY source"
-
-
-# The layout_changed pages stored after each engine's last ok or empty page (by time, then id:
-# two pages can share a millisecond), as StaleParser rows. Plain SQL both dialects read alike.
-STALE_PARSERS = (
-    "WITH last_read AS ("
-    "  SELECT source, fetched_at, id,"
-    "  ROW_NUMBER() OVER (PARTITION BY source ORDER BY fetched_at DESC, id DESC) AS newest"
-    "  FROM serp_pages WHERE outcome IN ('ok', 'empty')"
-    "), stale AS ("
-    "  SELECT p.source, p.query_id, p.page_number, p.fetched_at,"
-    "  MIN(p.fetched_at) OVER (PARTITION BY p.source) AS since,"
-    "  COUNT(*) OVER (PARTITION BY p.source) AS pages,"
-    "  ROW_NUMBER() OVER (PARTITION BY p.source ORDER BY p.fetched_at DESC, p.id DESC)"
-    "  AS newest"
-    "  FROM serp_pages p"
-    "  LEFT JOIN last_read r ON r.source = p.source AND r.newest = 1"
-    "  WHERE p.outcome = 'layout_changed'"
-    "  AND (r.id IS NULL OR (p.fetched_at, p.id) > (r.fetched_at, r.id))"
-    ")"
-    " SELECT source AS engine, since, pages, query_id, page_number, fetched_at FROM stale"
-    " WHERE newest = 1 ORDER BY source"
-)
-
-
 def stale_parser(row: Row) -> StaleParser:
     return StaleParser(**{name: row[name] for name in _field_names(StaleParser)})
 
@@ -160,29 +130,6 @@ def stored_paper(row: Row) -> StoredPaper:
     values["sources"] = tuple(decode_json(row["sources"], []))
     values["fetch_urls"] = decode_json(row["fetch_urls"], {})
     return StoredPaper(**values)
-
-
-# The results of a task's, a batch's or one query's queries linked to a paper past a paper id
-# (paper id, task id, batch id, query id): FOUND_PAGE_IDS reads the ids of a page of papers
-# along serp_items' paper index, FOUND_PAPERS and FOUND_BY the page up to its last id (…, last).
-# CROSS JOIN keeps SQLite walking the paper index from the page's start (each page reads its own
-# results only); else it reads every result of the task's queries for every page, then sorts.
-_FOUND = (
-    "FROM serp_items AS item CROSS JOIN queries AS query"
-    " WHERE query.id = item.query_id AND item.paper_id > ? AND (query.task_id = ? OR"
-    " query.batch_entry_id IN (SELECT id FROM batch_entries WHERE batch_id = ?) OR query.id = ?)"
-)
-FOUND_PAGE_IDS = (
-    f"SELECT item.paper_id {_FOUND} GROUP BY item.paper_id ORDER BY item.paper_id LIMIT ?"
-)
-FOUND_PAPERS = (
-    f"SELECT * FROM papers WHERE id IN (SELECT item.paper_id {_FOUND} AND item.paper_id <= ?)"
-    " ORDER BY id"
-)
-FOUND_BY = (
-    "SELECT item.paper_id, query.query_text, COALESCE(item.fused_rank, item.rank) AS rank"
-    f" {_FOUND} AND item.paper_id <= ? ORDER BY item.paper_id, query.id"
-)
 
 
 def found_papers(papers: Iterable[Row], found_by: Iterable[Row]) -> list[FoundPaper]:
@@ -205,71 +152,6 @@ def citation_fetch(row: Row) -> CitationFetch:
     return CitationFetch(**{name: row[name] for name in _field_names(CitationFetch)})
 
 
-def postgres(sql: str) -> str:
-    """A shared read with psycopg's placeholders."""
-    return sql.replace("?", "%s")
-
-
-# A paper read from its abstract: where a citation graph starts and goes on from.
-_READ_FROM_ABSTRACT = "paper.evidence = 'abstract'"
-# The query's papers by their best fused rank (query id, limit).
-CITATION_SEEDS = (
-    "SELECT paper.* FROM papers AS paper JOIN ("
-    "  SELECT paper_id, MIN(fused_rank) AS best FROM serp_items"
-    "  WHERE query_id = ? AND paper_id IS NOT NULL GROUP BY paper_id"
-    ") AS ranked ON ranked.paper_id = paper.id"
-    f" WHERE {_READ_FROM_ABSTRACT}"
-    " ORDER BY ranked.best IS NULL, ranked.best, paper.id LIMIT ?"
-)
-# The papers a query's fetches of one level reached, most edges first: a paper's references
-# start at it, its citations end there (query id, level, query id, level, query id, limit).
-# A query's citation list fetches, in the order they were planned.
-CITATION_FETCHES = (
-    "SELECT * FROM citation_fetches WHERE query_id = ? ORDER BY level, paper_id, source, relation"
-)
-CITATION_FRONTIER = (
-    "SELECT paper.* FROM papers AS paper JOIN ("
-    "  SELECT reached, COUNT(*) AS edges FROM ("
-    "    SELECT edge.cited_paper_id AS reached FROM citation_fetches AS list"
-    "    JOIN citations AS edge"
-    "    ON edge.citing_paper_id = list.paper_id AND edge.source = list.source"
-    "    WHERE list.query_id = ? AND list.level = ? AND list.relation = 'references'"
-    "    UNION ALL"
-    "    SELECT edge.citing_paper_id FROM citation_fetches AS list"
-    "    JOIN citations AS edge"
-    "    ON edge.cited_paper_id = list.paper_id AND edge.source = list.source"
-    "    WHERE list.query_id = ? AND list.level = ? AND list.relation = 'citations'"
-    "  ) AS ends GROUP BY reached"
-    ") AS frontier ON frontier.reached = paper.id"
-    f" WHERE {_READ_FROM_ABSTRACT} AND paper.id NOT IN"
-    "  (SELECT paper_id FROM citation_fetches WHERE query_id = ?)"
-    " ORDER BY frontier.edges DESC, paper.id LIMIT ?"
-)
-# A task's queries and those whose cached results they re-used, and the edges their fetches
-# read (task id, task id).
-_TASK_EDGES = (
-    "WITH task AS (SELECT id FROM queries WHERE task_id = ?"
-    " UNION SELECT cached_from FROM queries WHERE task_id = ? AND cached_from IS NOT NULL),"
-    " fetched AS (SELECT DISTINCT paper_id, source, relation FROM citation_fetches"
-    " WHERE query_id IN (SELECT id FROM task)),"
-    " edges AS (SELECT edge.* FROM citations AS edge JOIN fetched"
-    " ON fetched.relation = 'references' AND edge.citing_paper_id = fetched.paper_id"
-    " AND edge.source = fetched.source"
-    " UNION SELECT edge.* FROM citations AS edge JOIN fetched"
-    " ON fetched.relation = 'citations' AND edge.cited_paper_id = fetched.paper_id"
-    " AND edge.source = fetched.source)"
-)
-TASK_CITATION_EDGES = (
-    f"{_TASK_EDGES} SELECT * FROM edges ORDER BY citing_paper_id, cited_paper_id, source"
-)
-# The task's papers: those its queries found and those at the ends of its edges.
-TASK_CITATION_PAPERS = (
-    f"{_TASK_EDGES} SELECT * FROM papers WHERE id IN (SELECT paper_id FROM serp_items"
-    " WHERE query_id IN (SELECT id FROM task)) OR id IN (SELECT citing_paper_id FROM edges)"
-    " OR id IN (SELECT cited_paper_id FROM edges) ORDER BY id"
-)
-
-
 def citation_graph(papers: Iterable[Row], edges: Iterable[Row]) -> CitationGraph:
     return CitationGraph([stored_paper(row) for row in papers], [citation_edge(r) for r in edges])
 
@@ -285,10 +167,6 @@ CITATION_FETCH_COLUMNS = (
     "links",
     "detail",
 )
-
-
-def citation_fetch_values(fetch: CitationFetch) -> tuple[Any, ...]:
-    return tuple(getattr(fetch, column) for column in CITATION_FETCH_COLUMNS)
 
 
 def citation_edge(row: Row) -> CitationEdge:
@@ -335,10 +213,10 @@ def _field_names(record: type) -> tuple[str, ...]:
 # -- crawls on this host ---------------------------------------------------------------------
 
 
-def process_alive(pid: int) -> bool:
-    """Whether `pid` runs on this host. A zombie (ended, its parent not yet told) does not:
-    its pid stays taken until the parent reaps it, which a busy parent may not do soon."""
-    return process_running(pid)
+def process_alive(pid: int, *, known_at: float | None = None) -> bool:
+    """Whether `pid` runs on this host (lyra_crawl.processes: a zombie does not; with
+    `known_at`, a Unix time it ran, nor does a process that took the pid after)."""
+    return process_running(pid, known_at=known_at)
 
 
 def dead_lease_owners(owners: Iterable[str]) -> list[str]:
@@ -440,52 +318,3 @@ def depth_rates(found: Iterable[Sequence[Any]]) -> list[DepthRates]:
             harvest_sq,
         ) in found
     ]
-
-
-# -- landing pages: the SQL both stores run ("?" placeholders; `postgres` for psycopg's) -------
-
-# The papers a task's queries (task id) or one query (query id) found.
-_PAPERS_OF_TARGET = (
-    "SELECT item.paper_id FROM serp_items AS item JOIN queries AS query"
-    " ON query.id = item.query_id WHERE query.task_id = ? OR query.id = ?"
-)
-# Those queued for a fetch, each with its latest landing page (task id, query id).
-PAPERS_TO_READ = (
-    "SELECT paper.id AS paper_id, paper.title, paper.fetch_url, paper.fetch_urls,"
-    " last.url AS last_url, last.outcome AS last_outcome FROM papers AS paper"
-    " LEFT JOIN (SELECT paper_id, url, outcome, ROW_NUMBER() OVER"
-    " (PARTITION BY paper_id ORDER BY fetched_at DESC, url) AS latest FROM landing_pages)"
-    " AS last ON last.paper_id = paper.id AND last.latest = 1"
-    f" WHERE paper.evidence = 'fetch' AND paper.id IN ({_PAPERS_OF_TARGET})"
-    " ORDER BY paper.id"
-)
-# The landing pages of a task's or a query's papers (task id, query id).
-LANDING_PAGES = (
-    f"SELECT * FROM landing_pages WHERE paper_id IN ({_PAPERS_OF_TARGET}) ORDER BY paper_id, url"
-)
-# A paper's landing page as asked for, its attempts counted (LandingPage's fields up to
-# metadata_field, then the time: a parameter, or the server's `now()` in place of the last ?).
-LANDING_PAGE_UPSERT = (
-    "INSERT INTO landing_pages (paper_id, url, outcome, detail, http_status,"
-    " metadata_field, attempts, fetched_at) VALUES (?, ?, ?, ?, ?, ?, 1, ?)"
-    " ON CONFLICT (paper_id, url) DO UPDATE SET outcome = excluded.outcome,"
-    " detail = excluded.detail, http_status = excluded.http_status,"
-    " metadata_field = excluded.metadata_field,"
-    " attempts = landing_pages.attempts + 1, fetched_at = excluded.fetched_at"
-)
-# A paper takes the abstract read from its landing page (abstract, the time, paper id).
-PAPER_FROM_LANDING = (
-    "UPDATE papers SET abstract = ?, evidence = 'abstract', fetch_url = NULL,"
-    " evidence_reason = NULL, updated_at = ? WHERE id = ?"
-)
-
-
-def landing_page_values(page: LandingPage) -> tuple[Any, ...]:
-    return (
-        page.paper_id,
-        page.url,
-        page.outcome,
-        page.detail,
-        page.http_status,
-        page.metadata_field,
-    )

@@ -2,7 +2,7 @@
 
 For a crawl of a stored batch (`-a batch=ID`, as `scrapy batch` and its Scrapyd job run it),
 a LoopingCall on the reactor records the crawl's rate-limit waits per engine (its
-`lyra/<engine>/rate/waits` stats) in the store every tick (`ResultStore.record_rate_waits`,
+`lyra/<engine>/rate/waits` stats) in the store every tick (`BatchStore.record_rate_waits`,
 when they changed), so that progress read from the store in any process shows them, then
 reads the batch's figures through the crawl's own async backend (CrawlSession.store;
 lyra_crawl.batch.progress.BatchMonitor: a handful of indexed aggregate queries on the
@@ -33,7 +33,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.task import LoopingCall
 
 from lyra_crawl.backends import Backends, with_backends
-from lyra_crawl.backends.protocols import ResultStore
+from lyra_crawl.backends.protocols import BatchStore
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.progress import BatchMonitor, ProgressFigures
@@ -124,7 +124,7 @@ class BatchProgressExtension:
             return
         display.show(figures)
 
-    async def _record_waits(self, store: ResultStore) -> None:
+    async def _record_waits(self, store: BatchStore) -> None:
         """The crawl's rate-limit waits per engine in the store, if they changed."""
         waits = self._waits()
         if self._batch_id is None or waits == self._recorded:

@@ -1,6 +1,6 @@
 """A running batch's progress: the figures, the time left, and the plain progress line.
 
-The figures come from the store (`ResultStore.batch_progress`: entries by state, requests per
+The figures come from the store (`BatchReports.batch_progress`: entries by state, requests per
 source, items, blocks, and the rate-limit waits each crawl of the batch records from its
 `lyra/<engine>/rate/waits` stats as it runs), so a batch running in this process, in several
 (`--processes`) and as Scrapyd jobs are shown alike. `BatchMonitor` reads them once per tick;
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from lyra_crawl.backends.protocols import ResultStore
+from lyra_crawl.backends.protocols import BatchReports
 from lyra_crawl.backends.records import ENTRY_STATES, BatchProgress
 from lyra_crawl.config import LyraConfig
 
@@ -170,7 +170,7 @@ class BatchMonitor:
         # How long the last read of the store took (the display spaces its reads by it).
         self.read_s = 0.0
 
-    async def figures(self, store: ResultStore) -> ProgressFigures:
+    async def figures(self, store: BatchReports) -> ProgressFigures:
         asked = self._clock()
         counts = await store.batch_progress(self.batch_id)
         now = self._clock()

@@ -41,7 +41,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, Settings
 from scrapy.utils.conf import get_config
 
 from lyra_crawl.backends import Backends, open_backends, run_sync, urls_from_settings
-from lyra_crawl.backends.protocols import ResultStore
+from lyra_crawl.backends.protocols import BatchReports, ResultStore
 from lyra_crawl.backends.records import BackendError, BatchRecord
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.files import (
@@ -389,7 +389,7 @@ def _spider_args(record: BatchRecord, opts: argparse.Namespace) -> dict[str, str
     return args
 
 
-async def batch_end(store: ResultStore, batch_id: int) -> BatchEnd:
+async def batch_end(store: BatchReports, batch_id: int) -> BatchEnd:
     """How a batch ended, read without holding a large batch's every entry at once: its
     counts, and the first entries that did not succeed."""
     progress = await store.batch_progress(batch_id)
@@ -418,7 +418,7 @@ async def _skip_cached(store: ResultStore, record: BatchRecord, batch: Batch) ->
             print(f"entry {entry.position}: skipped, fresh in the cache (query {cached})")
 
 
-async def _unfinished(store: ResultStore, batch_id: int) -> bool:
+async def _unfinished(store: BatchReports, batch_id: int) -> bool:
     """Whether entries of the batch are still to run (counted, not read)."""
     _, count = await store.batch_entries_in(batch_id, ("pending", "running"), limit=0)
     return count > 0

@@ -29,7 +29,7 @@ from scrapy.settings import BaseSettings
 from scrapy.spiders import Spider
 
 from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
-from lyra_crawl.backends.protocols import ResultStore
+from lyra_crawl.backends.protocols import QueryStore
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.batch.targets import REFUSED, check_expected, node_report
 from lyra_crawl.batch.workers import stop_with_batch_command
@@ -124,7 +124,7 @@ async def check_backends(settings: BaseSettings, target: PapersTarget | None = N
         await backends.close()
 
 
-async def _check_stored(store: ResultStore, target: PapersTarget) -> None:
+async def _check_stored(store: QueryStore, target: PapersTarget) -> None:
     if target.query_id is not None:
         if await store.query(target.query_id) is None:
             raise ArgumentError(

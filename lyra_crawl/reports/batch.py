@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from lyra_crawl.backends.protocols import Coordinator, ResultStore
+from lyra_crawl.backends.protocols import BatchReports, Coordinator
 from lyra_crawl.backends.records import (
     ENTRY_STATES,
     BatchEntry,
@@ -103,7 +103,7 @@ class BatchReport:
 
 
 async def batch_report(
-    store: ResultStore,
+    store: BatchReports,
     coordinator: Coordinator,
     config: LyraConfig,
     batch_id: int,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields, replace
 
-from lyra_crawl.backends.protocols import ResultStore
+from lyra_crawl.backends.protocols import QueryStore
 from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.items import ResultItem
 
@@ -13,7 +13,7 @@ PAGE_FIELDS = tuple(field.name for field in fields(PageRecord))
 
 
 async def replayed_pages(
-    store: ResultStore, cached_query_id: int, query_id: int
+    store: QueryStore, cached_query_id: int, query_id: int
 ) -> list[tuple[PageRecord, list[ResultItem]]]:
     """Each stored page of `cached_query_id` with its items, re-labelled for `query_id`.
 

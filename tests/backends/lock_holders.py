@@ -11,14 +11,11 @@ import os
 import sqlite3
 import time
 from contextlib import closing
-from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 
-from lyra_crawl.backends.paper_saving import NEXT_GENERATION
-from lyra_crawl.backends.postgres.store import PAPERS_LOCK
-from lyra_crawl.backends.rows import PAPER_FROM_LANDING, postgres
+from lyra_crawl.backends.statements import NEXT_GENERATION, PAPER_FROM_LANDING, PAPERS_LOCK_KEY
 from tests.conftest import query_db
 
 
@@ -44,8 +41,9 @@ class FileLockHolder:
     async def write_abstract(self, paper_id: int, abstract: str) -> None:
         with closing(sqlite3.connect(self.path, isolation_level=None)) as conn:
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute(PAPER_FROM_LANDING, (abstract, "2026-11-26", paper_id))
-            conn.execute(NEXT_GENERATION)
+            written = {"paper_abstract": abstract, "paper_id": paper_id}
+            conn.execute(PAPER_FROM_LANDING.sqlite.sql, PAPER_FROM_LANDING.sqlite.bind(written))
+            conn.execute(NEXT_GENERATION.sqlite.sql)
             conn.execute("COMMIT")
 
     def generation(self) -> int:
@@ -62,12 +60,12 @@ class PapersLockHolder:
 
     def __enter__(self) -> PapersLockHolder:
         self._conn = psycopg.connect(self.url, autocommit=True)
-        self._conn.execute("SELECT pg_advisory_lock(%s)", (PAPERS_LOCK,))
+        self._conn.execute("SELECT pg_advisory_lock(%s)", (PAPERS_LOCK_KEY,))
         return self
 
     def __exit__(self, *exc: object) -> None:
         assert self._conn is not None
-        self._conn.execute("SELECT pg_advisory_unlock(%s)", (PAPERS_LOCK,))
+        self._conn.execute("SELECT pg_advisory_unlock(%s)", (PAPERS_LOCK_KEY,))
         self._conn.close()
 
     async def waited_for(self) -> None:
@@ -77,10 +75,9 @@ class PapersLockHolder:
     async def write_abstract(self, paper_id: int, abstract: str) -> None:
         assert self._conn is not None
         with self._conn.transaction():
-            self._conn.execute(
-                postgres(PAPER_FROM_LANDING), (abstract, datetime.now(UTC), paper_id)
-            )
-            self._conn.execute(NEXT_GENERATION)
+            written = {"paper_abstract": abstract, "paper_id": paper_id}
+            self._conn.execute(PAPER_FROM_LANDING.postgresql.sql, written)
+            self._conn.execute(NEXT_GENERATION.postgresql.sql)
 
     def generation(self) -> int:
         with psycopg.connect(self.url) as conn:

@@ -4,25 +4,14 @@ and goes on; a task's graph; and rows merged later keep their edges."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from lyra_crawl.backends import Backends
 from lyra_crawl.backends.records import CitationFetch
 from lyra_crawl.papers.canonical import CanonicalPaper, CanonicalPaperIndex, PaperRecord
 from tests.backends.test_paper_index import MIN_ABSTRACT, api, save_query, serp
-from tests.backends.test_store import StoreUnderTest, postgres_store, sqlite_store
 
 ABSTRACT = "A field study of soil moisture sampling over three seasons. " * 5
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
-    if request.param == "sqlite":
-        return sqlite_store(tmp_path)
-    return postgres_store(request.getfixturevalue("postgres_url"), tmp_path)
 
 
 def answer(*records: PaperRecord) -> list[CanonicalPaper]:

@@ -5,23 +5,11 @@ it when its row is merged into another."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from lyra_crawl.backends import Backends
 from lyra_crawl.backends.records import LandingPage
 from tests.backends.test_paper_index import api, save_query
-from tests.backends.test_store import StoreUnderTest, postgres_store, sqlite_store
 
 ABSTRACT = "Peat cores from six bogs show carbon accumulating faster after rewetting. " * 4
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
-    if request.param == "sqlite":
-        return sqlite_store(tmp_path)
-    return postgres_store(request.getfixturevalue("postgres_url"), tmp_path)
 
 
 def test_pages_are_kept_per_paper_and_url_and_an_abstract_flips_its_paper(store):

@@ -14,10 +14,9 @@ import pytest
 
 from benchmarks.bench_canonical import NOISY_DEV_SET, noisy_dev_records
 from lyra_crawl.backends import Backends, with_backends
+from lyra_crawl.backends.migrations import HEAD
 from lyra_crawl.backends.paper_saving import StoredTitles, block_hash
-from lyra_crawl.backends.postgres.database import SCHEMA_VERSION as POSTGRES_VERSION
 from lyra_crawl.backends.records import PageRecord
-from lyra_crawl.backends.sqlite.database import SCHEMA_VERSION as SQLITE_VERSION
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
 from lyra_crawl.papers.collector import QueryPapers, paper_record
@@ -26,9 +25,10 @@ from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
 from tests.test_paper_index import real_dblp_acm
 
-# The schema versions before the paper words (SQLite, PostgreSQL) and before blocks by hash.
-BEFORE_WORDS = {"sqlite": SQLITE_VERSION - 2, "postgresql": 4}
-BEFORE_HASHED_BLOCKS = {"sqlite": SQLITE_VERSION - 1, "postgresql": 5}
+# The schema versions before the paper words and before blocks by hash, as the releases that
+# wrote them numbered them (PostgreSQL's numbers were one behind until backends.migrations).
+BEFORE_WORDS = {"sqlite": 5, "postgresql": 4}
+BEFORE_HASHED_BLOCKS = {"sqlite": 6, "postgresql": 5}
 
 HERE = Path(__file__).parent
 TITLE = "Soil Moisture Sampling in Semi-Arid Catchments: A Field Trial"
@@ -83,13 +83,6 @@ def api(title: str = TITLE, source: str = "openalex", **fields: Any) -> PaperRec
 
 def serp(title: str = TITLE, **fields: Any) -> PaperRecord:
     return PaperRecord(source="mojeek", title=title, kind="serp", **fields)
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
-    if request.param == "sqlite":
-        return sqlite_store(tmp_path)
-    return postgres_store(request.getfixturevalue("postgres_url"), tmp_path)
 
 
 def test_two_queries_finding_a_paper_by_title_and_year_alone_store_one_row(store):
@@ -336,7 +329,7 @@ again = api(source="semantic_scholar", year=2019)
 def test_a_sqlite_file_of_the_previous_release_gets_its_papers_indexed(tmp_path):
     store = sqlite_store(tmp_path)
     old = sqlite3.connect(tmp_path / "db.sqlite3")
-    old.executescript((HERE / "schema_v1.sql").read_text())
+    old.executescript((HERE / "schemas" / "sqlite_v1.sql").read_text())
     old.execute("INSERT INTO schema_version (version) VALUES (1)")
     old.execute(old_paper_sql("?"), OLD_PAPER)
     old.commit()
@@ -349,7 +342,7 @@ def test_a_sqlite_file_of_the_previous_release_gets_its_papers_indexed(tmp_path)
     assert (paper.evidence, paper.evidence_reason) == ("fetch", "no abstract")
     assert paper.fetch_url == "https://again.example/0", "the landing page it now has"
     upgraded = sqlite3.connect(tmp_path / "db.sqlite3")
-    assert upgraded.execute("SELECT version FROM schema_version").fetchall() == [(SQLITE_VERSION,)]
+    assert upgraded.execute("SELECT version FROM schema_version").fetchall() == [(HEAD,)]
     words = upgraded.execute("SELECT word, kind FROM paper_words").fetchall()
     assert {("ana", "name"), ("silva", "name")} <= set(words), "the old paper's author"
 
@@ -358,7 +351,7 @@ def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
     postgres_url, tmp_path
 ):
     with psycopg.connect(postgres_url) as conn:
-        conn.execute((HERE / "postgres_schema_v1.sql").read_text())
+        conn.execute((HERE / "schemas" / "postgresql_v1.sql").read_text())
         conn.execute("INSERT INTO schema_version (version) VALUES (1)")
         conn.execute(old_paper_sql("%s"), OLD_PAPER)
     store = postgres_store(postgres_url, tmp_path)
@@ -370,9 +363,7 @@ def test_a_postgresql_database_of_schema_1_is_upgraded_and_its_papers_indexed(
     assert (paper.evidence, paper.evidence_reason) == ("fetch", "no abstract")
     assert paper.fetch_url == "https://again.example/0", "the landing page it now has"
     with psycopg.connect(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [
-            (POSTGRES_VERSION,)
-        ]
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(HEAD,)]
         words = conn.execute("SELECT word, kind FROM paper_words").fetchall()
         assert {("ana", "name"), ("silva", "name")} <= set(words), "the old paper's author"
 

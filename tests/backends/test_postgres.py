@@ -12,9 +12,9 @@ import psycopg
 import pytest
 
 from lyra_crawl.backends import Backends, open_backends, redact_url, sqlite_url, urls_from_settings
-from lyra_crawl.backends.postgres.database import SCHEMA_VERSION
-from lyra_crawl.backends.postgres.store import PAPERS_LOCK
+from lyra_crawl.backends.migrations import HEAD as SCHEMA_VERSION
 from lyra_crawl.backends.records import BackendError, LandingPage
+from lyra_crawl.backends.statements import PAPERS_LOCK_KEY
 from tests.backends.lock_holders import waiting_for_an_advisory_lock
 from tests.backends.test_coordination import numbered_batch, run_together
 from tests.backends.test_store import (
@@ -162,7 +162,7 @@ def test_an_abstract_from_a_landing_page_waits_for_a_paper_save_in_progress(post
         asked = LandingPage(queued.paper_id, queued.fetch_url, "blocked", "HTTP 403", 403)
         await store.record_landing_page(asked, None)
         with psycopg.connect(postgres_url, autocommit=True) as saving:
-            saving.execute("SELECT pg_advisory_lock(%s)", (PAPERS_LOCK,))  # a save's lock
+            saving.execute("SELECT pg_advisory_lock(%s)", (PAPERS_LOCK_KEY,))  # a save's lock
             landing = asyncio.ensure_future(
                 store.record_landing_page(
                     replace(asked, outcome="abstract", detail="", http_status=200), abstract
@@ -177,7 +177,7 @@ def test_an_abstract_from_a_landing_page_waits_for_a_paper_save_in_progress(post
                 "UPDATE landing_pages SET paper_id = paper_id WHERE paper_id = %s",
                 (queued.paper_id,),
             ).rowcount
-            saving.execute("SELECT pg_advisory_unlock(%s)", (PAPERS_LOCK,))
+            saving.execute("SELECT pg_advisory_unlock(%s)", (PAPERS_LOCK_KEY,))
         await landing
         (stored,) = await store.papers_of(query_id)
         return during, moved, stored

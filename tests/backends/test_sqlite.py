@@ -21,13 +21,13 @@ from lyra_crawl.backends import (
     sqlite_url,
     urls_from_settings,
 )
-from lyra_crawl.backends.paper_saving import LINKS_BY_URL
 from lyra_crawl.backends.records import (
     BackendError,
     PageRecord,
 )
 from lyra_crawl.backends.rows import ITEM_COLUMNS, process_alive
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
+from lyra_crawl.backends.statements import LINKS_BY_URL
 from lyra_crawl.paging.ledger import PageLedger
 from tests.backends.test_store import record
 from tests.conftest import in_own_loop, with_store
@@ -124,7 +124,7 @@ def test_a_database_from_an_older_version_gains_the_new_columns(tmp_path):
 def test_a_file_of_the_previous_release_opens_and_keeps_its_rows(tmp_path):
     path = tmp_path / "v1.sqlite3"
     old = sqlite3.connect(path)
-    old.executescript((HERE / "schema_v1.sql").read_text())
+    old.executescript((HERE / "schemas" / "sqlite_v1.sql").read_text())
     old.execute(
         "INSERT INTO queries (query_text, normalized_query, engine, serp_max_pages, strategy,"
         " status, started_at) VALUES ('q', 'q', 'mojeek', 3, 'auto', 'finished', '2026-01-01')"
@@ -268,7 +268,9 @@ def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
     in_own_loop(database.open())
     in_own_loop(database.close())
     with sqlite3.connect(path) as conn:
-        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LINKS_BY_URL}", (1,))]
+        plan = [
+            row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {LINKS_BY_URL.sqlite.sql}", (1,))
+        ]
     assert any(
         step.startswith("SEARCH item USING INDEX") and "(query_id=?)" in step for step in plan
     )

@@ -42,13 +42,14 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def fill(folder: Path) -> None:
-    """Write zeros into `folder` until its filesystem refuses: the disk is full."""
-    with open(folder / "filler", "wb") as filler:
+    """Write zeros into `folder` until its filesystem refuses: the disk is full. Unbuffered: a
+    buffered file would keep the part of its last block that did not fit, and fail again when
+    closed (whenever the free space was not a whole number of blocks)."""
+    with open(folder / "filler", "wb", buffering=0) as filler:
         block = b"\0" * 65536
         try:
             while True:
                 filler.write(block)
-                filler.flush()
         except OSError:
             pass
 

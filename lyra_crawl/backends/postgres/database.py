@@ -8,45 +8,38 @@ its own and reconnects after the server comes back. Every timestamp is the serve
 (`now()`, `clock_timestamp()`), so leases and times agree across machines whatever their
 clocks say; timestamptz values are read back as the text records carry (rows.instant).
 
-Opening connects once directly (an unreachable server is then one clear error, not a pool
-timeout), applies the schema version under an advisory lock so several nodes opening at once
-do not race (an empty database gets schema.sql; an older version is upgraded step by step:
-upgrade_<version>.sql, then that version's Python step; a newer one is refused), marks this
-host's `running` queries whose process is gone as interrupted, then opens the pool. Connection
-failures, at open or later, are BackendErrors naming the URL without its password and the fix;
-constraint failures stay psycopg.IntegrityError.
+The store's plans (backends.store) run here through `run_plan`, each one transaction on a
+pooled connection: each statement's SQL, compiled once (backends.dialects), goes straight to
+psycopg. Opening connects once directly (an unreachable server is then one clear error, not a
+pool timeout) and runs the store's opening there (backends.migrations: the schema brought to the
+newest version under an advisory lock, so nodes opening at once do not race; this host's dead
+crawls interrupted), then opens the pool. Connection failures, at open or later, are
+BackendErrors naming the URL without its password and the fix; constraint failures stay
+psycopg.IntegrityError.
 """
 
 from __future__ import annotations
 
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from importlib import resources
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
-from psycopg.rows import DictRow, dict_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg.types.datetime import TimestamptzLoader
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from lyra_crawl.backends import redact_url
-from lyra_crawl.backends.paper_saving import (
-    PAPER_JSON_COLUMNS,
-    UPGRADED_COLUMNS,
-    upgrade_matching,
-    upgrade_to_index,
-)
+from lyra_crawl.backends import dialects
+from lyra_crawl.backends.dialects import Plan, PlanRun, Step
 from lyra_crawl.backends.records import BackendError
-from lyra_crawl.backends.rows import instant, process_alive
+from lyra_crawl.backends.rows import instant
+from lyra_crawl.backends.store import opening
+from lyra_crawl.backends.urls import redact_url
 
 T = TypeVar("T")
+A = TypeVar("A")
 
-SCHEMA_VERSION = 7
-# pg_advisory_xact_lock key of the schema's application: "lyra" in ASCII.
-SCHEMA_LOCK = 0x6C797261
 CONNECT_TIMEOUT_S = 10
 POOL_MIN_SIZE = 1
 POOL_MAX_SIZE = 4
@@ -91,8 +84,8 @@ class PostgresDatabase:
         async with self._failures():
             try:
                 await _configure(conn)
-                await self._apply_schema(conn)
-                await _mark_dead_crawls_interrupted(conn)
+                async with conn.transaction():
+                    await run_plan(conn, opening(dialects.POSTGRESQL, f"{SETTING} {self.url}"))
             finally:
                 await conn.close()
             pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
@@ -120,20 +113,15 @@ class PostgresDatabase:
         async with self._failures(), self._pool.connection() as conn:
             yield conn
 
-    async def select(
-        self, convert: Callable[[DictRow], T], sql: str, params: Sequence[Any] = ()
-    ) -> list[T]:
-        """Every row `sql` selects, each converted to its record."""
+    async def run_read(self, plan: Plan[T]) -> T:
         async with self.transaction() as conn:
-            cursor = conn.cursor(row_factory=dict_row)
-            await cursor.execute(sql, params)
-            return [convert(row) for row in await cursor.fetchall()]
+            return await run_plan(conn, plan)
 
-    async def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """The first column of the first row `sql` selects, or None."""
-        async with self.transaction() as conn:
-            row = await (await conn.execute(sql, params)).fetchone()
-            return None if row is None else row[0]
+    run_write = run_read
+
+    async def run_write_after(self, ahead: Plan[A], then: Callable[[A], Plan[T]]) -> T:
+        """`ahead` in a transaction of its own, then `then(its result)` in another."""
+        return await self.run_write(then(await self.run_read(ahead)))
 
     @asynccontextmanager
     async def _failures(self) -> AsyncIterator[None]:
@@ -155,102 +143,29 @@ class PostgresDatabase:
             text = text.replace(self._password, "***")
         return text[:1].lower() + text[1:]
 
-    async def _apply_schema(self, conn: Connection) -> None:
-        """Create the tables of SCHEMA_VERSION in an empty database, upgrade an older version
-        to it; refuse a newer one."""
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-            found = await (await conn.execute("SELECT to_regclass('schema_version')")).fetchone()
-            if found is None or found[0] is None:
-                await conn.execute(_sql("schema.sql"))
-                await conn.execute(
-                    "INSERT INTO schema_version (version) VALUES (%s)", (SCHEMA_VERSION,)
-                )
-                return
-            row = await (await conn.execute("SELECT MAX(version) FROM schema_version")).fetchone()
-            version = None if row is None else row[0]
-            if isinstance(version, int) and version < SCHEMA_VERSION:
-                for step in range(version + 1, SCHEMA_VERSION + 1):
-                    await conn.execute(_sql(f"upgrade_{step}.sql"))
-                    if step in _UPGRADE_STEPS:
-                        await _UPGRADE_STEPS[step](conn)
-                await conn.execute("UPDATE schema_version SET version = %s", (SCHEMA_VERSION,))
-            elif version != SCHEMA_VERSION:
-                raise BackendError(
-                    f"{SETTING} {self.url} holds lyra schema version {version}, this lyra_crawl "
-                    f"knows version {SCHEMA_VERSION}: use the lyra_crawl release that made it, "
-                    "or another database"
-                )
+
+async def run_plan(conn: Connection, plan: Plan[T]) -> T:
+    """Run `plan`'s statements on `conn`, each answer handed back to it; its result."""
+    running = PlanRun(plan, dialects.POSTGRESQL)
+    for compiled, step in running:
+        running.answer = await _run_step(conn, compiled, step)
+    return running.result
 
 
-def _sql(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text("utf-8")
-
-
-async def _index_stored_papers(conn: Connection) -> None:
-    """Version 2: papers stored before the paper index get its blocks, the records kept for
-    matching and their evidence."""
-    cursor = conn.cursor(row_factory=dict_row)
-    await cursor.execute("SELECT * FROM papers")
-    upgrade = upgrade_to_index(await cursor.fetchall())
-    await cursor.executemany(
-        "INSERT INTO paper_blocks (block_key, paper_id) VALUES (%s, %s)", upgrade.blocks
-    )
-    await cursor.executemany(
-        f"UPDATE papers SET {', '.join(f'{c} = %s' for c in UPGRADED_COLUMNS)} WHERE id = %s",
-        [
-            (
-                *(
-                    Jsonb(values[c]) if c in PAPER_JSON_COLUMNS else values[c]
-                    for c in UPGRADED_COLUMNS
-                ),
-                paper_id,
-            )
-            for paper_id, values in upgrade.rows
-        ],
-    )
-
-
-async def _upgrade_matching(conn: Connection) -> None:
-    """Version 5: stored papers' author and venue words, and their kept titles normalised (what
-    a save reads first of its candidates; once compact)."""
-    cursor = conn.cursor(row_factory=dict_row)
-    await cursor.execute("SELECT * FROM papers")
-    upgrade = upgrade_matching(await cursor.fetchall())
-    await cursor.executemany(
-        "INSERT INTO paper_words (word, kind) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-        upgrade.words,
-    )
-    await cursor.executemany("UPDATE papers SET match_titles = %s WHERE id = %s", upgrade.titles)
-
-
-# What a version needs beyond its upgrade_<version>.sql, run after it (version 3, the citation
-# graph, 4, the papers spider's landing pages, and 6, the blocks keyed by hash, need nothing
-# more).
-_UPGRADE_STEPS: dict[int, Callable[[Connection], Awaitable[None]]] = {
-    2: _index_stored_papers,
-    5: _upgrade_matching,
-}
-
-
-async def _mark_dead_crawls_interrupted(conn: Connection) -> None:
-    """Mark this host's `running` queries whose process is gone (killed, crashed) as
-    interrupted; other hosts' crawls are theirs to judge."""
-    async with conn.transaction():
-        found = await (
-            await conn.execute(
-                "SELECT id, pid FROM queries WHERE status = 'running' AND host = %s"
-                " AND pid IS NOT NULL",
-                (socket.gethostname(),),
-            )
-        ).fetchall()
-        dead = [query_id for query_id, pid in found if not process_alive(pid)]
-        if dead:
-            await conn.execute(
-                "UPDATE queries SET status = 'interrupted', finished_at = now()"
-                " WHERE id = ANY(%s) AND status = 'running'",
-                (dead,),
-            )
+async def _run_step(conn: Connection, compiled: dialects.Compiled, step: Step) -> Any:
+    if step.many:
+        cursor = conn.cursor()
+        await cursor.executemany(compiled.sql, [compiled.bind(p) for p in step.params])
+        return cursor.rowcount
+    named = step.answer in (dialects.ROWS, dialects.FIRST)
+    cursor = conn.cursor(row_factory=dict_row if named else tuple_row)
+    await cursor.execute(compiled.sql, compiled.bind(step.params))
+    if step.answer == dialects.COUNT:
+        return cursor.rowcount
+    if step.answer == dialects.VALUE:
+        row = await cursor.fetchone()
+        return None if row is None else row[0]
+    return await cursor.fetchone() if step.answer == dialects.FIRST else await cursor.fetchall()
 
 
 def _password(url: str) -> str | None:

@@ -26,11 +26,11 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import AuthenticationError, NoPermissionError, RedisError
 
-from lyra_crawl.backends import redact_url
 from lyra_crawl.backends.breaker_steps import BreakerSteps
 from lyra_crawl.backends.records import BackendError, EngineState, RateClaim
 from lyra_crawl.backends.redis import scripts
 from lyra_crawl.backends.redis.releases import ReleaseListener
+from lyra_crawl.backends.urls import redact_url
 from lyra_crawl.politeness.breaker import (
     BreakerState,
     Health,

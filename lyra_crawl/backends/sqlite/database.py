@@ -10,45 +10,35 @@ wakes the next one the moment it is free; the writes queued while it waited then
 transaction (one savepoint each). A write lock held by another program is waited for by
 SQLite's busy timeout.
 
-Opening applies schema.sql (tables, indexes, and columns added since an older file was made),
-then what each newer schema version needs beyond them (`_UPGRADE_STEPS`; version 3: the paper
-index's blocks, the records kept for matching and every paper's evidence; version 4, the
-citation graph's tables, and 5, the landing pages', nothing more; version 6: the author and
-venue words of every stored paper's records and its kept titles normalised; version 7: the
-blocks keyed by the hash of their key rather than its text), and marks
-`running` queries whose process is gone as interrupted.
+The store's plans (backends.store) run here through `run_plan`: each statement's SQL, compiled
+once (backends.dialects), goes straight to sqlite3. Opening brings the schema to the newest
+version (backends.migrations) and marks `running` queries whose process is gone as
+interrupted, in one transaction.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lyra_crawl.backends.paper_saving import (
-    PAPER_JSON_COLUMNS,
-    UPGRADED_COLUMNS,
-    block_hash,
-    upgrade_matching,
-    upgrade_to_index,
-)
+from lyra_crawl.backends import dialects
+from lyra_crawl.backends.dialects import Plan, PlanRun, Step
 from lyra_crawl.backends.records import BackendError
-from lyra_crawl.backends.rows import process_alive, utc_now
 from lyra_crawl.backends.sqlite.worker import Outcome, Work, WorkerThread
+from lyra_crawl.backends.store import opening
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 7
 DEFAULT_BUSY_TIMEOUT_S = 60.0
 WORKER_THREAD = "lyra-sqlite"
 LOCK_RETRY_S = 0.0002
@@ -109,8 +99,8 @@ class SqliteDatabase:
             self._when_unlocked(conn, "PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            self._apply_schema(conn)
-            self._mark_dead_crawls_interrupted(conn)
+            with self._transaction():
+                run_plan(conn, opening(dialects.SQLITE, f"database {self.path}"))
             self._opened_at = time.monotonic()
         except (OSError, sqlite3.Error) as exc:
             self._close()
@@ -162,11 +152,20 @@ class SqliteDatabase:
             urgent=urgent,
         )
 
-    async def select(
-        self, convert: Callable[[sqlite3.Row], T], sql: str, params: Sequence[Any] = ()
-    ) -> list[T]:
-        """Every row `sql` selects, each converted to its record."""
-        return await self.read(lambda conn: [convert(row) for row in conn.execute(sql, params)])
+    async def run_read(self, plan: Plan[T]) -> T:
+        return await self.read(lambda conn: run_plan(conn, plan))
+
+    async def run_write(self, plan: Plan[T]) -> T:
+        return await self.write(lambda conn: run_plan(conn, plan))
+
+    async def run_write_after(self, ahead: Plan[A], then: Callable[[A], Plan[T]]) -> T:
+        """`ahead` outside any transaction, before the write lock is taken; then `then(its
+        result)` in a write transaction of its own (`write(…, before=…)`)."""
+        read: list[A] = []
+        return await self.write(
+            lambda conn: run_plan(conn, then(read.pop())),
+            before=lambda conn: read.append(run_plan(conn, ahead)),
+        )
 
     def in_transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work(connection)` in one BEGIN IMMEDIATE transaction; on the worker thread only."""
@@ -265,121 +264,25 @@ class SqliteDatabase:
             )
         return exc
 
-    # -- opening: schema and interrupted crawls ----------------------------------------------
 
-    def _apply_schema(self, conn: sqlite3.Connection) -> None:
-        """Create what is missing: tables, indexes, and columns added since the file was made."""
-        schema = resources.files(__package__).joinpath("schema.sql").read_text("utf-8")
-        # Columns first: the schema's indexes may name a column an old table lacks.
-        with self._transaction():
-            for table, column, declaration in _missing_columns(conn, schema):
-                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
-        conn.executescript(schema)
-        with self._transaction():
-            version = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0]
-            if version is None:
-                conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
-            elif version < SCHEMA_VERSION:
-                for step in range(version + 1, SCHEMA_VERSION + 1):
-                    if step in _UPGRADE_STEPS:
-                        _UPGRADE_STEPS[step](conn)
-                conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
-
-    def _mark_dead_crawls_interrupted(self, conn: sqlite3.Connection) -> None:
-        """Mark `running` queries whose process is gone (killed, crashed) as interrupted."""
-        rows = conn.execute(
-            "SELECT id, pid FROM queries WHERE status = 'running' AND pid IS NOT NULL"
-        ).fetchall()
-        dead = [row["id"] for row in rows if not process_alive(row["pid"])]
-        if dead:
-            with self._transaction():
-                conn.executemany(
-                    "UPDATE queries SET status = 'interrupted', finished_at = ?"
-                    " WHERE id = ? AND status = 'running'",
-                    [(utc_now(), query_id) for query_id in dead],
-                )
+def run_plan(conn: sqlite3.Connection, plan: Plan[T]) -> T:
+    """Run `plan`'s statements on `conn`, each answer handed back to it; its result."""
+    running = PlanRun(plan, dialects.SQLITE)
+    for compiled, step in running:
+        running.answer = _run_step(conn, compiled, step)
+    return running.result
 
 
-def _upgrade(conn: sqlite3.Connection) -> None:
-    """Version 3: papers stored before the paper index get its blocks, the records kept for
-    matching and their evidence."""
-    upgrade = upgrade_to_index(conn.execute("SELECT * FROM papers"))
-    conn.executemany(
-        "INSERT OR IGNORE INTO paper_index_blocks (block_hash, paper_id) VALUES (?, ?)",
-        [(block_hash(key), paper_id) for key, paper_id in upgrade.blocks],
-    )
-    conn.executemany(
-        f"UPDATE papers SET {', '.join(f'{c} = ?' for c in UPGRADED_COLUMNS)} WHERE id = ?",
-        [
-            (
-                *(
-                    json.dumps(values[c]) if c in PAPER_JSON_COLUMNS else values[c]
-                    for c in UPGRADED_COLUMNS
-                ),
-                paper_id,
-            )
-            for paper_id, values in upgrade.rows
-        ],
-    )
-
-
-def _upgrade_matching(conn: sqlite3.Connection) -> None:
-    """Version 6: stored papers' author and venue words, and their kept titles normalised (what
-    a save reads first of its candidates; once compact)."""
-    upgrade = upgrade_matching(conn.execute("SELECT * FROM papers"))
-    conn.executemany("INSERT OR IGNORE INTO paper_words (word, kind) VALUES (?, ?)", upgrade.words)
-    conn.executemany("UPDATE papers SET match_titles = ? WHERE id = ?", upgrade.titles)
-
-
-def _hash_blocks(conn: sqlite3.Connection) -> None:
-    """Version 7: the blocks of a store indexed before it (`paper_blocks`, by the text of their
-    key) into `paper_index_blocks`, by its hash; the old table goes."""
-    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'paper_blocks'").fetchone() is None:
-        return  # upgraded from before the index: version 3 filled the new table
-    conn.create_function("block_hash", 1, block_hash, deterministic=True)
-    conn.execute(
-        "INSERT OR IGNORE INTO paper_index_blocks (block_hash, paper_id)"
-        " SELECT block_hash(block_key), paper_id FROM paper_blocks"
-    )
-    conn.execute("DROP TABLE paper_blocks")
-
-
-# What a version needs beyond the tables and columns the schema script adds, run in order
-# (version 4, the citation graph, and version 5, the papers spider's landing pages, need
-# nothing more).
-_UPGRADE_STEPS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    3: _upgrade,
-    6: _upgrade_matching,
-    7: _hash_blocks,
-}
-
-
-def _missing_columns(conn: sqlite3.Connection, schema: str) -> list[tuple[str, str, str]]:
-    """Columns schema.sql declares that the file's tables lack (a database from an older
-    version): (table, column, declaration to add it with)."""
-    reference = sqlite3.connect(":memory:")
-    try:
-        reference.executescript(schema)
-        tables = [
-            row[0]
-            for row in reference.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        ]
-        missing = []
-        for table in tables:
-            present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-            if not present:
-                continue  # a table the file lacks altogether: the schema script creates it
-            for _, name, kind, notnull, default, _ in reference.execute(
-                f"PRAGMA table_info({table})"
-            ):
-                if name not in present:
-                    declaration = f"{kind}{' NOT NULL' if notnull else ''}"
-                    if default is not None:
-                        declaration += f" DEFAULT {default}"
-                    missing.append((table, name, declaration))
-        return missing
-    finally:
-        reference.close()
+def _run_step(conn: sqlite3.Connection, compiled: dialects.Compiled, step: Step) -> Any:
+    if step.many:
+        return conn.executemany(compiled.sql, map(compiled.bind, step.params)).rowcount
+    cursor = conn.execute(compiled.sql, compiled.bind(step.params))
+    if step.answer == dialects.COUNT:
+        return cursor.rowcount
+    if step.answer == dialects.VALUE:
+        row = cursor.fetchone()
+        return None if row is None else row[0]
+    return cursor.fetchone() if step.answer == dialects.FIRST else cursor.fetchall()
 
 
 class SqliteBackend:

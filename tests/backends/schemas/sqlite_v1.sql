@@ -1,13 +1,7 @@
--- Test data: lyra_crawl/storage/schema.sql as of commit 90f511c (before batches, item fields
--- and the rate slot's `held`), to check that such a file opens and gains what is new.
--- lyra_crawl storage schema (SQLite). Table names are fixed by DESIGN.md; columns may grow.
--- Applied idempotently on every open; `schema_version` records what a file was created with.
-
+-- lyra_crawl/storage/schema.sql at commit 90f511c (schema version 1: before batches, item fields and the rate slot's `held`), comments left out.
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INTEGER NOT NULL
 );
-
--- One row per (query, crawl).
 CREATE TABLE IF NOT EXISTS queries (
     id               INTEGER PRIMARY KEY,
     query_text       TEXT NOT NULL,
@@ -20,16 +14,16 @@ CREATE TABLE IF NOT EXISTS queries (
     serp_page        INTEGER NOT NULL DEFAULT 1,
     serp_max_pages   INTEGER NOT NULL,
     strategy         TEXT NOT NULL,
-    status           TEXT NOT NULL DEFAULT 'running',   -- running | finished | failed | interrupted
-    stop_reason      TEXT,                              -- JSON: {source: reason}
+    status           TEXT NOT NULL DEFAULT 'running',
+    stop_reason      TEXT,
     pages_fetched    INTEGER NOT NULL DEFAULT 0,
     items            INTEGER NOT NULL DEFAULT 0,
     harvest_rate     REAL,
-    selection        TEXT,                              -- JSON: how the engine was chosen
-    errors           TEXT,                              -- JSON: {source: what failed}
-    attribution      TEXT,                              -- JSON: {both|api_only|serp_only: papers}
+    selection        TEXT,
+    errors           TEXT,
+    attribution      TEXT,
     cache_hit        INTEGER NOT NULL DEFAULT 0,
-    cached_from      INTEGER,                           -- the query whose results were re-used
+    cached_from      INTEGER,
     job_id           TEXT,
     pid              INTEGER,
     started_at       TEXT NOT NULL,
@@ -37,8 +31,6 @@ CREATE TABLE IF NOT EXISTS queries (
 );
 CREATE INDEX IF NOT EXISTS queries_normalized ON queries (normalized_query);
 CREATE INDEX IF NOT EXISTS queries_task ON queries (task_id);
-
--- One row per page fetched, written in the same transaction as that page's items.
 CREATE TABLE IF NOT EXISTS serp_pages (
     id             INTEGER PRIMARY KEY,
     query_id       INTEGER NOT NULL REFERENCES queries (id),
@@ -53,8 +45,6 @@ CREATE TABLE IF NOT EXISTS serp_pages (
     fetched_at     TEXT NOT NULL,
     UNIQUE (query_id, source, page_number)
 );
-
--- One row per result kept.
 CREATE TABLE IF NOT EXISTS serp_items (
     id              INTEGER PRIMARY KEY,
     query_id        INTEGER NOT NULL REFERENCES queries (id),
@@ -78,8 +68,6 @@ CREATE TABLE IF NOT EXISTS serp_items (
 );
 CREATE INDEX IF NOT EXISTS serp_items_normalized_url ON serp_items (normalized_url);
 CREATE INDEX IF NOT EXISTS serp_items_doi ON serp_items (doi);
-
--- Canonical paper records.
 CREATE TABLE IF NOT EXISTS papers (
     id               INTEGER PRIMARY KEY,
     doi              TEXT UNIQUE,
@@ -88,36 +76,30 @@ CREATE TABLE IF NOT EXISTS papers (
     title            TEXT NOT NULL,
     normalized_title TEXT NOT NULL,
     year             INTEGER,
-    authors          TEXT,          -- JSON list
+    authors          TEXT,
     venue            TEXT,
     abstract         TEXT,
-    external_ids     TEXT,          -- JSON: {source: id}
-    attribution      TEXT,          -- both | api_only | serp_only
-    sources          TEXT,          -- JSON list
+    external_ids     TEXT,
+    attribution      TEXT,
+    sources          TEXT,
     created_at       TEXT NOT NULL,
     updated_at       TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS papers_arxiv ON papers (arxiv_id);
 CREATE INDEX IF NOT EXISTS papers_pmid ON papers (pmid);
-
--- Daily quotas: one row per engine and UTC date.
 CREATE TABLE IF NOT EXISTS engine_usage (
     engine       TEXT NOT NULL,
-    date         TEXT NOT NULL,      -- YYYY-MM-DD, UTC
+    date         TEXT NOT NULL,
     usage_count  INTEGER NOT NULL DEFAULT 0,
     UNIQUE (engine, date)
 );
-
--- The shared QPS gate: the earliest time the next request to an engine may go out.
 CREATE TABLE IF NOT EXISTS engine_rate (
     engine        TEXT PRIMARY KEY,
-    next_allowed  REAL NOT NULL      -- epoch seconds
+    next_allowed  REAL NOT NULL
 );
-
--- Circuit breaker state per engine.
 CREATE TABLE IF NOT EXISTS engine_health (
     engine                TEXT PRIMARY KEY,
-    state                 TEXT NOT NULL DEFAULT 'closed',   -- closed | open | half_open
+    state                 TEXT NOT NULL DEFAULT 'closed',
     open_until            REAL,
     consecutive_failures  INTEGER NOT NULL DEFAULT 0,
     trips                 INTEGER NOT NULL DEFAULT 0,
@@ -125,8 +107,6 @@ CREATE TABLE IF NOT EXISTS engine_health (
     trial_owner           TEXT,
     updated_at            TEXT NOT NULL
 );
-
--- CAPTCHA / block pages awaiting a person.
 CREATE TABLE IF NOT EXISTS intervention_queue (
     id           INTEGER PRIMARY KEY,
     engine       TEXT NOT NULL,
@@ -134,12 +114,10 @@ CREATE TABLE IF NOT EXISTS intervention_queue (
     query_id     INTEGER REFERENCES queries (id),
     kind         TEXT NOT NULL,
     detail       TEXT,
-    status       TEXT NOT NULL DEFAULT 'open',    -- open | resolved
+    status       TEXT NOT NULL DEFAULT 'open',
     created_at   TEXT NOT NULL,
     resolved_at  TEXT
 );
-
--- Search-level cache: key -> the query whose results answer it.
 CREATE TABLE IF NOT EXISTS serp_cache (
     cache_key    TEXT PRIMARY KEY,
     query_id     INTEGER NOT NULL REFERENCES queries (id),

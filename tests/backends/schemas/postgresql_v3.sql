@@ -1,6 +1,4 @@
--- lyra_crawl's PostgreSQL schema: from version 2 to version 3 (the citation graph). Run by
--- database.py under the schema's advisory lock; the tables as schema.sql declares them.
-
+-- lyra_crawl/backends/postgres/upgrade_3.sql at commit a595568: what its schema version 3 added to the one before, comments left out.
 CREATE TABLE citations (
     citing_paper_id  bigint NOT NULL REFERENCES papers (id),
     cited_paper_id   bigint NOT NULL REFERENCES papers (id),
@@ -9,7 +7,6 @@ CREATE TABLE citations (
     UNIQUE (citing_paper_id, cited_paper_id, source)
 );
 CREATE INDEX citations_cited ON citations (cited_paper_id);
-
 CREATE TABLE citation_fetches (
     query_id     bigint NOT NULL REFERENCES queries (id),
     paper_id     bigint NOT NULL REFERENCES papers (id),

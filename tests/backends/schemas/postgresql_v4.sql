@@ -1,6 +1,4 @@
--- lyra_crawl's PostgreSQL schema: from version 3 to version 4 (the papers spider's landing
--- pages). Run by database.py under the schema's advisory lock; the table as schema.sql declares it.
-
+-- lyra_crawl/backends/postgres/upgrade_4.sql at commit a595568: what its schema version 4 added to the one before, comments left out.
 CREATE TABLE landing_pages (
     paper_id        bigint NOT NULL REFERENCES papers (id),
     url             text NOT NULL,
