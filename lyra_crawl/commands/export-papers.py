@@ -28,7 +28,7 @@ from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.papers.collector import ATTRIBUTIONS
-from lyra_crawl.papers.facets import EVIDENCE_KINDS, PaperFacets
+from lyra_crawl.papers.facets import EVIDENCE_KINDS, FacetFilter, chosen_facets
 from lyra_crawl.reports.paper_export.streaming import WRITERS, PaperScope, export_papers
 
 SUFFIXES = {".ris": "ris", ".bib": "bibtex", ".json": "csljson", ".csv": "csv"}
@@ -89,12 +89,12 @@ class Command(ScrapyCommand):
                 )
             )
         try:
-            facets = PaperFacets(
+            facets = chosen_facets(
                 year_from=opts.year_from,
                 year_to=opts.year_to,
                 sources=self._sources(opts.source),
-                attributions=frozenset(opts.attribution),
-                evidence=frozenset(opts.evidence),
+                attributions=opts.attribution,
+                evidence=opts.evidence,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -141,7 +141,7 @@ class Command(ScrapyCommand):
         self,
         backends: Backends,
         scope: PaperScope,
-        facets: PaperFacets,
+        facets: tuple[FacetFilter, ...],
         writer_format: str,
         opts: argparse.Namespace,
     ) -> tuple[int, int] | None:

@@ -5,13 +5,13 @@ memory stays flat whatever the number of papers."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
 from lyra_crawl.backends.protocols import ResultStore
 from lyra_crawl.backends.records import FoundPaper
-from lyra_crawl.papers.facets import PaperFacets
+from lyra_crawl.papers.facets import FacetFilter, keeps, paper_facets
 from lyra_crawl.reports.paper_export.bibtex import BibtexWriter
 from lyra_crawl.reports.paper_export.csljson import CslJsonWriter
 from lyra_crawl.reports.paper_export.records import exported
@@ -45,12 +45,12 @@ class PaperScope:
 async def export_papers(
     store: ResultStore,
     scope: PaperScope,
-    facets: PaperFacets,
+    facets: Sequence[FacetFilter],
     writer: PaperWriter,
     *,
     page_size: int = PAGE_SIZE,
 ) -> tuple[int, int]:
-    """Write the papers of `scope` that `facets` admit, by id; returns (written, found)."""
+    """Write the papers of `scope` that `facets` keep, by id; returns (written, found)."""
 
     def page_after(after_id: int) -> asyncio.Future[list[FoundPaper]]:
         return asyncio.ensure_future(
@@ -69,7 +69,7 @@ async def export_papers(
     try:
         while page := await coming:
             coming = page_after(page[-1].paper.id)
-            kept = [exported(paper) for paper in page if facets.admits(paper.paper)]
+            kept = [exported(p) for p in page if keeps(facets, paper_facets(p.paper))]
             writer.write(kept)
             written, found = written + len(kept), found + len(page)
     finally:
