@@ -17,7 +17,8 @@ CrossEncoder's threshold (or the semantic floor without one) and returns the top
         print(hit.document_id, hit.scores.final, hit.chunk.text)
 
 Settings are a `RetrievalPolicy` (engines.yaml `retrieval:`); `DocumentIndex.add` updates an
-index with new or changed documents; `Selection.record()` is the audit record.
+index with new or changed documents; `Selection.record()` is the audit record, which a store
+keeps (`scrapy select` records every selection over the store).
 """
 
 from lyra_crawl.retrieval.cross_encoder import CrossEncoder
@@ -34,6 +35,7 @@ from lyra_crawl.retrieval.records import (
     Candidate,
     CandidateRecord,
     Selection,
+    SelectionCorpus,
     SelectionRecord,
     StageRun,
     StageScores,
@@ -54,6 +56,7 @@ __all__ = [
     "IndexUpdate",
     "LlmEndpoint",
     "Selection",
+    "SelectionCorpus",
     "SelectionRecord",
     "StageRun",
     "StageScores",

@@ -15,10 +15,18 @@ from lyra_crawl.backends.records import StoredItem, StoredPaper
 from lyra_crawl.papers.facets import FacetValue, paper_facets
 from lyra_crawl.retrieval.documents import Document
 
+PAPER_PREFIX = "paper:"
+
 
 def paper_document(paper: StoredPaper) -> Document:
     text = (paper.abstract or "") if paper.evidence == "abstract" else ""
-    return Document(f"paper:{paper.id}", paper.title, text, paper_facets(paper))
+    return Document(f"{PAPER_PREFIX}{paper.id}", paper.title, text, paper_facets(paper))
+
+
+def stored_paper_id(document_id: str) -> int | None:
+    """The paper a stored document is (None: a search result)."""
+    number = document_id.removeprefix(PAPER_PREFIX)
+    return int(number) if number != document_id and number.isdigit() else None
 
 
 def result_document(item: StoredItem) -> Document | None:
