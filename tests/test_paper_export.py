@@ -635,6 +635,7 @@ async def test_the_command_keeps_the_papers_its_facets_name_and_refuses_bad_argu
         ("--task", "nope", "--format", "ris"): (1, "task 'nope' is not in the store"),
         ("--batch", "9", "--format", "ris"): (1, "batch 9 is not in the store"),
         ("--query-id", "99", "--format", "ris"): (1, "query 99 is not in the store"),
+        ("--selection", "99", "--format", "ris"): (1, "selection 99 is not in the store"),
         ("--task", "coasts", "--batch", "1", "--format", "ris"): (2, "not allowed with"),
         ("--task", "coasts", "-o", str(tmp_path / "missing" / "x.ris")): (2, "cannot write"),
     }

@@ -1,6 +1,6 @@
-"""A task's, a batch's or one query's papers through one export writer, a page at a time: the
-store's next page is read while the writer formats the last, and nothing but a page is held, so
-memory stays flat whatever the number of papers."""
+"""A task's, a batch's, one query's or a selection's papers through one export writer, a page
+at a time: the store's next page is read while the writer formats the last, and nothing but a
+page is held, so memory stays flat whatever the number of papers."""
 
 from __future__ import annotations
 
@@ -30,15 +30,19 @@ PAGE_SIZE = 1000
 
 @dataclass(frozen=True, kw_only=True)
 class PaperScope:
-    """Whose papers: a task's queries, a batch's, or one query (exactly one is set)."""
+    """Whose papers: a task's queries, a batch's, one query, or those a selection chose
+    (exactly one is set)."""
 
     task_id: str | None = None
     batch_id: int | None = None
     query_id: int | None = None
+    selection_id: int | None = None
 
     def __str__(self) -> str:
         if self.task_id is not None:
             return f"task {self.task_id!r}"
+        if self.selection_id is not None:
+            return f"selection {self.selection_id}"
         return f"batch {self.batch_id}" if self.batch_id is not None else f"query {self.query_id}"
 
 
@@ -58,6 +62,7 @@ async def export_papers(
                 task_id=scope.task_id,
                 batch_id=scope.batch_id,
                 query_id=scope.query_id,
+                selection_id=scope.selection_id,
                 after_id=after_id,
                 limit=page_size,
             )
