@@ -21,6 +21,13 @@ index with new or changed documents; `Selection.record()` is the audit record, w
 keeps (`scrapy select` records every selection over the store).
 """
 
+from lyra_crawl.backends.records import (
+    CandidateRecord,
+    SelectionCorpus,
+    SelectionRecord,
+    StageRun,
+    StageScores,
+)
 from lyra_crawl.retrieval.cross_encoder import CrossEncoder
 from lyra_crawl.retrieval.documents import Chunk, Document
 from lyra_crawl.retrieval.facets import (
@@ -31,15 +38,7 @@ from lyra_crawl.retrieval.facets import (
 )
 from lyra_crawl.retrieval.llm import LlmEndpoint
 from lyra_crawl.retrieval.pipeline import DocumentIndex, DocumentSelector, IndexUpdate
-from lyra_crawl.retrieval.records import (
-    Candidate,
-    CandidateRecord,
-    Selection,
-    SelectionCorpus,
-    SelectionRecord,
-    StageRun,
-    StageScores,
-)
+from lyra_crawl.retrieval.records import Candidate, Selection
 
 __all__ = [
     "Candidate",

@@ -4,7 +4,7 @@ index instead of building it again, and never uses it stale. Pure.
 One index is kept per corpus and settings, in `<root>/<corpus key>/<settings key>/`: the corpus
 key names what the documents are (a store and the task, batch or queries whose documents they
 are, or the whole store; a corpus file: `corpus_key`), the settings key the models, their
-versions and the chunking (`DocumentIndex.settings_key`), so that another model never reads an
+versions and the chunking (`pipeline.settings_digest`), so that another model never reads an
 index made by another. The index is kept with its stamp: the version of its documents when it
 was saved (for a store, what `SelectionStore.documents_version` says of the queries and which
 queries they are; for a corpus file, a digest of the file). `KeptIndex` then says what it did:
@@ -35,7 +35,7 @@ from pathlib import Path
 from lyra_crawl.backends.records import SelectionCorpus
 from lyra_crawl.config import RetrievalPolicy
 from lyra_crawl.retrieval.documents import Document
-from lyra_crawl.retrieval.pipeline import DocumentIndex
+from lyra_crawl.retrieval.pipeline import DocumentIndex, settings_digest
 from lyra_crawl.retrieval.semantic import Embedder, load_embedder
 
 KEPT_FILE = "kept.json"
@@ -101,9 +101,7 @@ class KeptIndex:
         self._started = time.perf_counter()
         self._policy = policy
         self._embedder = embedder or load_embedder(policy.semantic)
-        # The settings key needs no document: an empty index's.
-        settings = DocumentIndex(policy, self._embedder).settings_key
-        self.folder = root / key / settings
+        self.folder = root / key / settings_digest(policy, self._embedder)
         self.index: DocumentIndex | None = None
         self.stamp = ""
         self._token = ""

@@ -19,6 +19,11 @@ from lyra_crawl.config import KeywordSearch
 from lyra_crawl.retrieval.documents import Chunk
 
 
+def keyword_version(settings: KeywordSearch) -> str:
+    """The BM25 library's version and its settings."""
+    return f"bm25s-{bm25s.__version__}-k1={settings.k1}-b={settings.b}-{settings.stemmer}"
+
+
 class KeywordIndex:
     def __init__(self, settings: KeywordSearch) -> None:
         self._settings = settings
@@ -35,8 +40,7 @@ class KeywordIndex:
 
     @property
     def version(self) -> str:
-        s = self._settings
-        return f"bm25s-{bm25s.__version__}-k1={s.k1}-b={s.b}-{s.stemmer}"
+        return keyword_version(self._settings)
 
     def _words(self, texts: list[str]) -> list[list[str]]:
         return bm25s.tokenize(

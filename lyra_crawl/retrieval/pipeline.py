@@ -17,11 +17,13 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Tokenizer
 
+from lyra_crawl.backends.records import StageRun
 from lyra_crawl.config import RetrievalPolicy
 from lyra_crawl.papers.facets import FacetValue
 from lyra_crawl.retrieval.cross_encoder import CrossEncoder
@@ -34,9 +36,9 @@ from lyra_crawl.retrieval.facets import (
     detect,
 )
 from lyra_crawl.retrieval.fusion import Ranked, fuse
-from lyra_crawl.retrieval.keyword import KeywordIndex
+from lyra_crawl.retrieval.keyword import KeywordIndex, keyword_version
 from lyra_crawl.retrieval.llm import LlmEndpoint, LlmRater
-from lyra_crawl.retrieval.records import Candidate, Selection, StageRun
+from lyra_crawl.retrieval.records import Candidate, Selection
 from lyra_crawl.retrieval.semantic import Embedder, SemanticIndex, load_embedder
 from lyra_crawl.retrieval.stages import (
     CrossEncoderScoring,
@@ -88,11 +90,17 @@ class DocumentIndex:
         self._rows: dict[str, list[int]] = {}
         self.keyword = KeywordIndex(policy.keyword)
         self.semantic = SemanticIndex(self.embedder, policy.semantic.sentence_weight)
-        # Chunking counts the model's own tokens, on a copy that neither pads nor truncates.
-        self._tokenizer = Tokenizer.from_str(self.embedder.tokenizer.to_str())
-        self._tokenizer.no_padding()
-        self._tokenizer.no_truncation()
         self._version = ""
+
+    @cached_property
+    def _tokenizer(self) -> Tokenizer:
+        """The semantic model's tokenizer, on a copy that neither pads nor truncates: chunking
+        counts the model's own tokens (copied when first needed: a loaded index may never
+        chunk)."""
+        tokenizer = Tokenizer.from_str(self.embedder.tokenizer.to_str())
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return tokenizer
 
     @classmethod
     def build(
@@ -202,15 +210,7 @@ class DocumentIndex:
     def settings_key(self) -> str:
         """A digest of the models (names and versions) and the chunking: an index saved with
         another is not this one's."""
-        policy = self.policy
-        settings = (
-            self.embedder.name,
-            self.models,
-            policy.chunk_size,
-            policy.chunk_overlap,
-            policy.semantic.sentence_weight,
-        )
-        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+        return settings_digest(self.policy, self.embedder)
 
     @property
     def version(self) -> str:
@@ -267,6 +267,19 @@ class DocumentIndex:
         index.semantic.load(folder / f"{name}.semantic.npz", len(chunks))
         index.keyword.load(folder / f"{name}.keyword", [c.text for c in chunks])
         return index
+
+
+def settings_digest(policy: RetrievalPolicy, embedder: Embedder) -> str:
+    """What an index of `policy` and `embedder` is made with, as a digest: the models' names
+    and versions and the chunking."""
+    settings = (
+        embedder.name,
+        {"semantic": embedder.version, "keyword": keyword_version(policy.keyword)},
+        policy.chunk_size,
+        policy.chunk_overlap,
+        policy.semantic.sentence_weight,
+    )
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _facets(saved: dict[str, FacetValue | list[str]]) -> dict[str, FacetValue]:

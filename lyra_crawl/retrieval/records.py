@@ -23,16 +23,6 @@ from lyra_crawl.retrieval.collected import stored_paper_id
 from lyra_crawl.retrieval.documents import Chunk
 from lyra_crawl.retrieval.facets import FacetDecision
 
-__all__ = [
-    "Candidate",
-    "CandidateRecord",
-    "Selection",
-    "SelectionCorpus",
-    "SelectionRecord",
-    "StageRun",
-    "StageScores",
-]
-
 
 @dataclass(frozen=True)
 class Candidate:
