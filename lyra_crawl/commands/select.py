@@ -422,9 +422,10 @@ def _shown_record(record: SelectionRecord) -> str:
         lines.append(f"  conversation: {record.conversation}")
     named = ", ".join(record.facets_named) or "-"
     carried = ", ".join(record.facets_carried) or "-"
-    facets = f"  facets: named {named}; carried {carried}; searched {record.search_text!r};"
-    facets += f" {record.documents_kept} of {record.documents_total} documents kept"
-    lines.append(f"{facets}; {record.facet_note}" if record.facet_note else facets)
+    lines.append(
+        f"  searched {record.search_text!r}; facets named {named}, carried {carried};"
+        f" {record.documents_kept} of {record.documents_total} documents kept"
+    )
     lines += [f"  {_stage_line(stage)}" for stage in record.stages]
     hits = record.hits()
     if not hits:

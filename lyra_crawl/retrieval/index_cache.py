@@ -166,7 +166,7 @@ class KeptIndex:
             if not token:
                 token = secrets.token_hex(6)
                 written = index.save(self.folder, token)
-            part = self.folder / f"{KEPT_FILE}.{token}"
+            part = self.folder / f"{token}.{KEPT_FILE}"
             part.write_text(
                 json.dumps({"format": FORMAT, "token": token, "stamp": stamp}), encoding="utf-8"
             )
@@ -176,9 +176,19 @@ class KeptIndex:
                 _remove(path)
             return f"not kept: {self.folder} cannot be written ({exc.strerror or exc})"
         self._token = token
+        # Another selection may have kept its own since: its files stay with ours.
+        kept = {token, _kept_token(self.folder)}
         for path in self.folder.iterdir():
-            if path.name != KEPT_FILE and not path.name.startswith(f"{token}."):
+            if path.name != KEPT_FILE and path.name.split(".", 1)[0] not in kept:
                 _remove(path)
+        return ""
+
+
+def _kept_token(folder: Path) -> str:
+    """The token of the index `folder`'s kept.json names now ("" if none can be read)."""
+    try:
+        return str(json.loads((folder / KEPT_FILE).read_text(encoding="utf-8"))["token"])
+    except (OSError, ValueError, KeyError, TypeError):
         return ""
 
 
