@@ -20,7 +20,6 @@ import re
 from collections.abc import Sequence
 
 import bibtexparser
-from bibtexparser.middlewares import AddEnclosingMiddleware
 from bibtexparser.model import Entry, Field
 from bibtexparser.writer import BibtexFormat
 
@@ -44,25 +43,21 @@ _LATEX = str.maketrans(
         "^": r"{\textasciicircum}",
     }
 )
-# Between two characters LaTeX would make one of (--, ---, ``, '', ?`, !`, <<, >>).
-_LIGATURE = re.compile(r"([-`'<>?!])(?=[-`'<>])")
-# Either of the above: most text has neither, and is left as it is after one quick scan.
-_SPECIAL = re.compile(r"[\\{}$&%#_~^]|[-`'<>?!][-`'<>]")
+# Any character _LATEX escapes.
+_ESCAPED = re.compile(r"[\\{}$&%#_~^]")
+# A character LaTeX would make one with the next (--, ---, ``, '', ?`, !`, <<, >>).
+_LIGATURE = re.compile(r"[-`'<>?!](?=[-`'<>])")
 _VERBATIM = str.maketrans({"{": "%7B", "}": "%7D", "\\": "%5C", " ": "%20"})
 _FORMAT = BibtexFormat()
 _FORMAT.indent = "  "
 _FORMAT.block_separator = "\n"
-_STACK = [
-    AddEnclosingMiddleware(
-        reuse_previous_enclosing=False, enclose_integers=False, default_enclosing="{"
-    )
-]
 
 
 class BibtexWriter(PaperWriter):
     def write(self, papers: Sequence[ExportedPaper]) -> None:
         library = bibtexparser.Library([entry(paper) for paper in papers])
-        text = bibtexparser.write_string(library, unparse_stack=_STACK, bibtex_format=_FORMAT)
+        # Values come enclosed (`entry`): no middleware goes over every field again.
+        text = bibtexparser.write_string(library, unparse_stack=(), bibtex_format=_FORMAT)
         if text:
             self.out.write(text + "\n")
 
@@ -71,7 +66,7 @@ def entry(paper: ExportedPaper) -> Entry:
     fields = {
         "title": latex(paper.title),
         "author": " and ".join(map(_author, paper.authors)),
-        "year": paper.year,
+        "year": paper.year and str(paper.year),
         "journal": paper.venue and latex(paper.venue),
         "doi": paper.doi and verbatim(paper.doi),
         "eprint": paper.arxiv_id and verbatim(paper.arxiv_id),
@@ -85,16 +80,28 @@ def entry(paper: ExportedPaper) -> Entry:
     return Entry(
         "article" if paper.venue else "misc",
         paper.key,
-        [Field(name, value) for name, value in fields.items() if value],
+        [Field(name, _enclosed(name, value)) for name, value in fields.items() if value],
     )
+
+
+def _enclosed(name: str, value: str) -> str:
+    """`value` as written: a year BibTeX reads bare when it is a number, anything else in
+    braces (every brace inside it is escaped, so the value ends at its own)."""
+    return value if name == "year" and value.isdigit() else "{" + value + "}"
 
 
 def latex(text: str) -> str:
     """`text` as LaTeX on one line: every special character escaped."""
     text = one_line(text)
-    if _SPECIAL.search(text) is None:
-        return text
-    return _LIGATURE.sub(r"\1{}", text.translate(_LATEX))
+    # Searched first: most text has nothing to escape, and translate's setup alone costs more
+    # than the search of a title.
+    if _ESCAPED.search(text) is not None:
+        text = text.translate(_LATEX)
+    return _LIGATURE.sub(_kept_apart, text)
+
+
+def _kept_apart(ligature: re.Match[str]) -> str:
+    return ligature[0] + "{}"
 
 
 def verbatim(text: str) -> str:
@@ -106,8 +113,9 @@ def _author(name: AuthorName) -> str:
     if name.literal:
         return "{" + latex(name.literal) + "}"
     parts = (
-        [name.family_name, name.suffix, name.given]
+        (name.family_name, name.suffix, name.given)
         if name.suffix
-        else [name.family_name, name.given]
+        else (name.family_name, name.given)
     )
-    return ", ".join(latex(part) for part in parts if part)
+    # One pass over the name: ", " between its parts is nothing LaTeX escapes or joins.
+    return latex(", ".join(filter(None, parts)))

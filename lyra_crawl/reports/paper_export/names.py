@@ -39,7 +39,9 @@ class AuthorName(NamedTuple):
         as it is."""
         if self.literal:
             return self.literal
-        return ", ".join(filter(None, (self.family_name, self.given, self.suffix)))
+        if self.particle or self.suffix or not (self.family and self.given):
+            return ", ".join(filter(None, (self.family_name, self.given, self.suffix)))
+        return f"{self.family}, {self.given}"
 
 
 def _unsplittable(name: str) -> bool:
@@ -71,7 +73,7 @@ def author_name(display: str) -> AuthorName:
     elif words and "," not in name and _capitalised("".join([word[0] for word in words])):
         # What BibTeX's split gives a name of capitalised words and no comma (most names),
         # without its character-by-character scan: the last word is the family name.
-        return AuthorName(family=words[-1], given=" ".join(words[:-1]))
+        return AuthorName(words[-1], " ".join(words[:-1]))
     try:
         parts = parse_single_name_into_parts(name)
     except InvalidNameError:

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from lyra_crawl.backends.protocols import ResultStore
 from lyra_crawl.backends.records import FoundPaper
+from lyra_crawl.papers.canonical import no_cyclic_gc
 from lyra_crawl.papers.facets import PaperFacets
 from lyra_crawl.reports.paper_export.bibtex import BibtexWriter
 from lyra_crawl.reports.paper_export.csljson import CslJsonWriter
@@ -66,13 +67,17 @@ async def export_papers(
     written = found = 0
     writer.start()
     coming = page_after(0)
-    try:
-        while page := await coming:
-            coming = page_after(page[-1].paper.id)
-            kept = [exported(paper) for paper in page if facets.admits(paper.paper)]
-            writer.write(kept)
-            written, found = written + len(kept), found + len(page)
-    finally:
-        coming.cancel()
+    # Reading and writing papers makes no reference cycles: what a page allocates goes when the
+    # page is written, and the collector's passes over the whole process (Scrapy's modules and
+    # all) would cost a fifth of the time.
+    with no_cyclic_gc():
+        try:
+            while page := await coming:
+                coming = page_after(page[-1].paper.id)
+                kept = [exported(paper) for paper in page if facets.admits(paper.paper)]
+                writer.write(kept)
+                written, found = written + len(kept), found + len(page)
+        finally:
+            coming.cancel()
     writer.finish()
     return written, found
