@@ -451,16 +451,33 @@ def test_citation_keys_are_unique_ascii_and_the_same_in_every_format_and_run() -
     assert [ref["id"] for ref in rispy.loads(export(HOSTILE, "ris"))] == keys[:5]
 
 
-@given(
-    st.lists(
-        st.text(alphabet="aAbBeEzZéÉøØßİı王山-'.", min_size=1, max_size=6), min_size=1, max_size=5
-    )
-)
+# A word of a name: capitals and small letters, of scripts with case and without, marks.
+NAME_WORD = st.text(alphabet="aAbBdDeEnNzZéÉøØßİı王山-'.", min_size=1, max_size=6)
+
+
+@given(st.lists(NAME_WORD, min_size=1, max_size=5))
 def test_a_name_splits_as_bibtex_splits_it(words: list[str]) -> None:
     # author_name reads most names without the library's scan: it must split them the same.
     name = " ".join(words)
     assume(" and " not in f" {name.lower()} " and not re.fullmatch(r".+ [A-Z]{1,3}", name))
     parts = parse_single_name_into_parts(name)
+
+    assert author_name.__wrapped__(name) == AuthorName(
+        family=" ".join(parts.last),
+        given=" ".join(parts.first),
+        suffix=" ".join(parts.jr),
+        particle=" ".join(parts.von),
+    )
+
+
+@given(st.lists(NAME_WORD, min_size=1, max_size=4), st.from_regex(r"[A-Z]{1,3}", fullmatch=True))
+def test_a_pubmed_name_splits_as_bibtex_splits_family_comma_initials(
+    family: list[str], initials: str
+) -> None:
+    # "Smith JR" is read as "Smith, JR"; author_name reads most such names without the scan.
+    name = " ".join([*family, initials])
+    assume(" and " not in f" {name.lower()} ")
+    parts = parse_single_name_into_parts(f"{' '.join(family)}, {initials}")
 
     assert author_name.__wrapped__(name) == AuthorName(
         family=" ".join(parts.last),

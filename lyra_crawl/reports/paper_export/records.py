@@ -60,9 +60,8 @@ class ExportedPaper(NamedTuple):
 def exported(found: FoundPaper) -> ExportedPaper:
     paper = found.paper
     title = clean(paper.title)
-    authors = tuple(
-        author_name(name) for name in map(clean, paper.authors) if name and not name.isspace()
-    )
+    names = paper.authors if "".join(paper.authors).isprintable() else map(clean, paper.authors)
+    authors = tuple([author_name(name) for name in names if name and not name.isspace()])
     return ExportedPaper(
         paper_id=paper.id,
         key=citation_key(paper.id, authors, paper.year, title),
@@ -126,5 +125,6 @@ def citation_key(
 
 def _ascii_word(text: str) -> str:
     """The ASCII letters and digits of `text`, accents dropped, in lower case."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return _NOT_KEY.sub("", decomposed.encode("ascii", "ignore").decode().lower())
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return _NOT_KEY.sub("", text.lower())
