@@ -48,6 +48,7 @@ _ESCAPED = re.compile(r"[\\{}$&%#_~^]")
 # A character LaTeX would make one with the next (--, ---, ``, '', ?`, !`, <<, >>).
 _LIGATURE = re.compile(r"[-`'<>?!](?=[-`'<>])")
 _VERBATIM = str.maketrans({"{": "%7B", "}": "%7D", "\\": "%5C", " ": "%20"})
+_NOT_VERBATIM = re.compile(r"[{}\\ ]")
 _FORMAT = BibtexFormat()
 _FORMAT.indent = "  "
 _FORMAT.block_separator = "\n"
@@ -93,8 +94,8 @@ def _enclosed(name: str, value: str) -> str:
 def latex(text: str) -> str:
     """`text` as LaTeX on one line: every special character escaped."""
     text = one_line(text)
-    # Searched first: most text has nothing to escape, and translate's setup alone costs more
-    # than the search of a title.
+    # Searched first (here and in `verbatim`): most text has nothing to escape, and translate's
+    # setup alone costs more than the search of a title.
     if _ESCAPED.search(text) is not None:
         text = text.translate(_LATEX)
     return _LIGATURE.sub(_kept_apart, text)
@@ -106,7 +107,8 @@ def _kept_apart(ligature: re.Match[str]) -> str:
 
 def verbatim(text: str) -> str:
     """`text` for a verbatim field (url, doi): the characters a value cannot hold raw encoded."""
-    return one_line(text).translate(_VERBATIM)
+    text = one_line(text)
+    return text if _NOT_VERBATIM.search(text) is None else text.translate(_VERBATIM)
 
 
 def _author(name: AuthorName) -> str:
