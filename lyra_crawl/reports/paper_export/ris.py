@@ -25,6 +25,11 @@ class _Writer(rispy.RisWriter):
     def set_header(self, count: int) -> str:
         return ""
 
+    # rispy's line, its PATTERN "{tag}  - {value}", as an f-string: str.format once a line was
+    # a fifteenth of the export's time.
+    def _format_line(self, tag: str, value: object = "") -> str:
+        return f"{tag}  - {value}"
+
 
 class RisWriter(PaperWriter):
     def __init__(self, out: TextIO) -> None:
