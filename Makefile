@@ -46,9 +46,12 @@ demo: install
 test: install chromium servers
 	$(BIN)/python -m pytest
 
+# The code map (ARCHITECTURE.md's "may import" table) is .importlinter's contracts; `make test`
+# runs them too (tests/test_import_map.py), since CI runs `make test` alone.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 # Known vulnerabilities of every package installed in .venv, from PyPI's advisory data (the
 # `vulnerabilities` of PyPI's JSON API). --strict fails when a package could not be checked, so

@@ -63,10 +63,16 @@ LYRA_PAPERS_DAILY_BUDGET = os.environ.get("LYRA_PAPERS_DAILY_BUDGET") or 1000
 # lines when stderr is not a terminal (Scrapyd job logs, cron); a terminal gets a live table.
 # 0 turns progress off.
 LYRA_PROGRESS_INTERVAL = float(os.environ.get("LYRA_PROGRESS_INTERVAL") or 30)
+# `scrapy select`'s LLM stage: an OpenAI-compatible chat API's base URL (e.g.
+# http://localhost:11434/v1), the model to ask (else engines.yaml retrieval.llm.model) and its
+# key (sent as a bearer token, never logged). No URL: the stage is skipped.
+LYRA_LLM_URL = os.environ.get("LYRA_LLM_URL", "")
+LYRA_LLM_MODEL = os.environ.get("LYRA_LLM_MODEL", "")
+LYRA_LLM_API_KEY = os.environ.get("LYRA_LLM_API_KEY", "")
 
 # -- the crawl session: config, backends and the registry of running queries ------------------
 EXTENSIONS = {
-    "lyra_crawl.session.CrawlSession": 0,
+    "lyra_crawl.session.extension.CrawlSessionExtension": 0,
     # Progress of a batch crawl (-a batch=ID), read from the store; other crawls are untouched.
     "lyra_crawl.batch.extension.BatchProgressExtension": 500,
 }

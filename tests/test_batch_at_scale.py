@@ -548,7 +548,11 @@ def test_a_task_with_harvest_one_sends_at_most_its_share_last_mile(simulator, tm
             QueryRecord("earlier", "earlier", "mojeek", 1, 1, "auto", task_id="dunes")
         )
         await backends.store.finish_query(
-            query_id, status="finished", stop_reasons={}, errors={}, relevance_threshold=None
+            query_id,
+            status="finished",
+            stop_reasons={"mojeek": "quota"},
+            errors={},
+            relevance_threshold=None,
         )
 
     with_store(db_path, earlier)

@@ -121,6 +121,12 @@ def test_missing_config_dir_names_the_variable(tmp_path):
             "engine 'mojeek': parse.title is missing: add an XPath",
         ),
         (
+            lambda d: d["engines"]["google"]["parse"][0].pop("container"),
+            None,
+            "engine 'google': parse[0].modules are looked for in the results container: add its "
+            "XPath as container",
+        ),
+        (
             lambda d: d["engines"]["ecosia"].update(results_within="<main>"),
             None,
             "engine 'ecosia': results_within must be one HTML element name such as main "

@@ -17,6 +17,7 @@ from lyra_crawl.engines.base import Outcome, ParseResult, SerpResult
 from lyra_crawl.engines.blocks import repeated_page
 from lyra_crawl.engines.parsing import HOOKS, parse_page
 from tests.conftest import REALWORLD_DIR, realworld_dir
+from tests.realworld_fields import PROJECT_DIR
 
 CONFIG = load_config()
 # Click-tracking wrappers that must never reach a stored result.
@@ -80,6 +81,76 @@ def test_google_results_survive_a_class_rename(rel: str, entry: dict) -> None:
 
     assert result.outcome == expected_outcome(entry)
     assert len(result.results) == entry["organic"]
+
+
+# The project's Google pages with modules in #rso, and how many title links each module holds:
+# an answer box's or module's link is no result, by the page's structure alone.
+GOOGLE_MODULE_PAGES = {
+    "codechallenge-google-paa-answers-actors-2022-11.html": 4,
+    "codechallenge-google-paa-answers-ads-serp-api-2020-05.html": 4,
+    "codechallenge-google-paa-top-stories-prime-ministers-2023-07.html": 4,
+    "codechallenge-google-paa-top-stories-xbox-2024-03.html": 4,
+    "serpparser-google-featured-snippet-2021-05.html": 1,
+    "serpparser-google-kp-wholepage-matrix-2023-05.html": 0,
+    "codechallenge-google-local-pack-coffee-2023-07.html": 0,
+    "codechallenge-google-sitelinks-ferrari-2022-02.html": 0,
+    "codechallenge-google-video-results-calculator-2023-07.html": 0,
+}
+
+
+@pytest.mark.parametrize(("name", "in_modules"), sorted(GOOGLE_MODULE_PAGES.items()))
+def test_google_module_links_are_no_results_whatever_the_class_names(name, in_modules) -> None:
+    body = (PROJECT_DIR / "serp" / "google" / name).read_bytes()
+    renamed = re.sub(rb'class="[^"]*"', b'class="x1"', body)
+
+    result = parse_page(CONFIG.engine("google"), body, 1)
+    after_rename = parse_page(CONFIG.engine("google"), renamed, 1)
+
+    assert result.outcome is Outcome.OK
+    assert result.dropped.get("module", 0) == in_modules
+    # Snippets are found by class names as a fallback; the list of results is not.
+    assert [(r.url, r.title) for r in after_rename.results] == [
+        (r.url, r.title) for r in result.results
+    ]
+
+
+@pytest.mark.parametrize(
+    ("engine", "root", "rel", "status", "challenge"),
+    [
+        (
+            "brave",
+            "shared",
+            "serp/duckduckgo/celina-ddg-lite-anomaly-captcha-2026-07.html",
+            200,
+            "challenge-form",
+        ),
+        (
+            "mojeek",
+            "shared",
+            "serp/bing/wsm-bing-captcha-one-last-step-2026-04.html",
+            200,
+            "captcha",
+        ),
+        (
+            "startpage",
+            "project",
+            "serp/google/unlimproxy-google-sorry-captcha-2026-07.html",
+            403,
+            "captcha-form",
+        ),
+    ],
+)
+def test_a_challenge_no_marker_of_the_engine_names_is_a_captcha_by_its_challenge(
+    engine, root, rel, status, challenge
+) -> None:
+    path = (REALWORLD_DIR if root == "shared" else PROJECT_DIR) / rel
+    if not path.is_file():
+        pytest.skip(f"real page not found at {path} (set LYRA_REALWORLD_DIR)")
+
+    result = parse_page(CONFIG.engine(engine), path.read_bytes(), 1, status=status)
+
+    assert result.outcome is Outcome.CAPTCHA
+    assert challenge in result.detail
 
 
 def test_arxiv_error_feed_is_an_error_even_with_status_200() -> None:

@@ -11,8 +11,10 @@ import pytest_twisted
 from lyra_crawl.config import load_config
 from lyra_crawl.simulator.config import write_paging_config
 from lyra_crawl.simulator.engines import ENGINE_NAMES
+from lyra_crawl.simulator.engines.web import PAA_ANSWER_URL
 from tests.conftest import query_db, run_crawl
-from tests.test_crawl_e2e import assert_pages_stored, the_query
+from tests.realworld_fields import ROOTS
+from tests.test_crawl_e2e import assert_pages_stored, stored_items, the_query
 
 # Requests per page beyond the page itself.
 EXTRA_REQUESTS = {"startpage": 1, "pubmed": 3}  # the token page once; esummary per page
@@ -111,6 +113,49 @@ async def test_a_redirect_to_a_captcha_page_is_a_captcha(
     assert page_outcomes(db_path) == [(1, "ok"), (2, "captcha")]
     assert json.loads(the_query(db_path)["stop_reason"]) == {engine: "blocked"}
     assert crawler.stats.get_value(f"lyra/{engine}/outcome/captcha") == 1
+
+
+# Real challenge pages, each served with HTTP 200 in a results page's place. No capture of
+# Brave's 2026 proof-of-work page is public: Brave gets DuckDuckGo's real anomaly page, which
+# none of Brave's markers names, so only the challenge on it (its challenge form) can tell.
+REAL_CHALLENGES = [
+    ("brave", "shared", "serp/duckduckgo/celina-ddg-lite-anomaly-captcha-2026-07.html"),
+    ("duckduckgo", "shared", "serp/duckduckgo/celina-ddg-lite-anomaly-captcha-2026-07.html"),
+    ("bing", "shared", "serp/bing/wsm-bing-captcha-one-last-step-2026-04.html"),
+    ("mojeek", "project", "serp/google/unlimproxy-google-sorry-captcha-2026-07.html"),
+]
+
+
+@pytest_twisted.ensureDeferred
+async def test_google_stores_its_organic_results_not_the_answers_among_them(
+    start_simulator, db_path, crawlable_config
+):
+    simulator = start_simulator(*SIMULATOR_OPTIONS["google"])
+    crawler = await crawl(simulator, db_path, crawlable_config, "google", serp_max_pages=2)
+
+    assert_pages_stored(db_path, "google", [1, 2])
+    urls = [row["normalized_url"] for row in stored_items(db_path, "google")]
+    assert len(urls) == 20 and not any(url.startswith(PAA_ANSWER_URL) for url in urls)
+    assert crawler.stats.get_value("lyra/dropped/module") == 2
+
+
+@pytest.mark.parametrize(("engine", "root", "rel"), REAL_CHALLENGES)
+@pytest_twisted.ensureDeferred
+async def test_a_real_challenge_page_served_with_200_is_a_captcha_and_opens_the_breaker(
+    start_simulator, db_path, crawlable_config, engine, root, rel
+):
+    page = ROOTS[root] / rel
+    if not page.is_file():
+        pytest.skip(f"real page not found at {page} (set LYRA_REALWORLD_DIR)")
+    simulator = start_simulator(
+        "--captcha-at", f"{engine}:2", "--challenge-page", f"{engine}={page}"
+    )
+    crawler = await crawl(simulator, db_path, crawlable_config, engine, serp_max_pages=3)
+
+    assert page_outcomes(db_path) == [(1, "ok"), (2, "captcha")]
+    assert json.loads(the_query(db_path)["stop_reason"]) == {engine: "blocked"}
+    assert crawler.stats.get_value(f"lyra/{engine}/outcome/captcha") == 1
+    assert_blocked_and_queued(db_path, engine, "captcha")
 
 
 @pytest.mark.parametrize(("engine", "detail"), [("mojeek", "repeat"), ("bing", "number")])

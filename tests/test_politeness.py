@@ -333,7 +333,11 @@ def earlier_query(db_path: Path, task_id: str, *, harvest_rate: float) -> None:
             QueryRecord("earlier", "earlier", "duckduckgo", 1, 1, "auto", task_id=task_id)
         )
         await store.finish_query(
-            query_id, status="finished", stop_reasons={}, errors={}, relevance_threshold=None
+            query_id,
+            status="finished",
+            stop_reasons={"duckduckgo": "quota"},
+            errors={},
+            relevance_threshold=None,
         )
         return query_id
 

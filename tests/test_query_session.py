@@ -1,4 +1,4 @@
-"""QuerySession: what a batch crawl's many queries cost once they are closed."""
+"""RunningQuery: what a batch crawl's many queries cost once they are closed."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from lyra_crawl.paging.source_paging import SourcePaging
 from lyra_crawl.paging.stop_rules import PaginationConfig, PaginationStrategy
 from lyra_crawl.query.arguments import CrawlArguments
 from lyra_crawl.results import SerpResult
-from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.running_query import RunningQuery
 
 
-def _session() -> QuerySession:
+def _session() -> RunningQuery:
     arguments = CrawlArguments(
         query="graph neural networks",
         engine="mojeek",
@@ -30,7 +30,7 @@ def _session() -> QuerySession:
     paging = SourcePaging.start(
         arguments.query, RelevanceConfig(), first_page=1, page_cap=3, pagination_enabled=True
     )
-    return QuerySession(
+    return RunningQuery(
         arguments=arguments,
         query_id=7,
         engine="mojeek",

@@ -38,3 +38,19 @@ def test_a_fault_option_of_the_right_shape_gives_the_engine_and_its_numbers() ->
     assert options.replica_lag == [("wikipedia", "7")]
     assert options.status_at == [("mojeek", "2", "429")]
     assert options.captcha_at == [("bing", "3")]
+
+
+def test_a_challenge_page_is_read_when_the_simulator_starts(tmp_path, capsys) -> None:
+    page = tmp_path / "challenge.html"
+    page.write_bytes(b"<form action='/captcha'></form>")
+
+    options = build_parser().parse_args(["--challenge-page", f"brave={page}"])
+    assert options.challenge_page == [("brave", b"<form action='/captcha'></form>")]
+
+    for value, said in [
+        (f"brave={tmp_path / 'missing.html'}", "cannot read"),
+        (f"nowhere={page}", "expected ENGINE=FILE with ENGINE one of"),
+    ]:
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--challenge-page", value])
+        assert said in capsys.readouterr().err

@@ -286,3 +286,28 @@ async def test_every_paper_of_a_unified_crawl_is_read_from_its_abstract_or_fetch
     assert {"pdf", "arxiv", "doi"} <= set(kinds), kinds
     pdfs = [p for p in papers if p["evidence"] == "fetch" and p["fetch_url"].endswith(".pdf")]
     assert all(p["fetch_url"].startswith("https://repository.sim/pdf/") for p in pdfs)
+
+
+@pytest_twisted.ensureDeferred
+async def test_default_sources_that_cannot_take_a_time_range_are_left_out_and_recorded(
+    simulator, db_path, caplog
+):
+    await run_crawl(
+        simulator,
+        db_path,
+        query="soil carbon",
+        engine="duckduckgo",
+        time_range="week",
+        sources=None,
+    )
+
+    query = the_query(db_path)
+    assert query["status"] == "finished"
+    assert query["sources"] == "serp"
+    assert set(json.loads(query["stop_reason"])) == {"duckduckgo"}
+    left_out = json.loads(query["selection"])["sources_left_out"]
+    assert set(left_out) == {"semantic_scholar", "openalex"}
+    assert "does not support time_range 'week'" in left_out["openalex"]
+    warned = [r.getMessage() for r in caplog.records if "left out of the default" in r.message]
+    assert len(warned) == 2, warned
+    assert simulator.requests("semantic_scholar") == simulator.requests("openalex") == []

@@ -23,6 +23,7 @@ from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase, SqliteStore
 from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
+from lyra_crawl.quoting import show
 
 T = TypeVar("T")
 
@@ -226,7 +227,7 @@ _KNOWN_URLS = {
 
 def _unknown(url: str, setting: str) -> BackendError:
     return BackendError(
-        f"{setting} {redact_url(url)!r} is not a backend lyra knows: use {_KNOWN_URLS[setting]}"
+        f"{setting} {show(redact_url(url))} is not a backend lyra knows: use {_KNOWN_URLS[setting]}"
     )
 
 

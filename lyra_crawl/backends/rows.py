@@ -131,6 +131,10 @@ def stored_page(row: Row) -> StoredPage:
     return StoredPage(**{name: row[name] for name in _field_names(StoredPage)})
 
 
+# The pages stored for each source of a query (query id), for invariants.check_query_end.
+PAGES_BY_SOURCE = "SELECT source, COUNT(*) FROM serp_pages WHERE query_id = ? GROUP BY source"
+
+
 # The layout_changed pages stored after each engine's last ok or empty page (by time, then id:
 # two pages can share a millisecond), as StaleParser rows. Plain SQL both dialects read alike.
 STALE_PARSERS = (

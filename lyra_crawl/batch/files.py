@@ -9,9 +9,10 @@ A batch file is YAML (see config/batch.example.yaml):
         engine: duckduckgo
         task_id: coasts
 
-Each entry is checked with the spider's own argument rules (arguments.parse_crawl_arguments).
-A bad entry is rejected with its position and the rest still run; a file that is not a batch
-at all raises BatchError.
+Each entry is checked with the spider's own argument rules (arguments.parse_crawl_arguments),
+which ask every engine it goes to whether it can take it. A bad entry is rejected with its
+position and the rest still run; a file that is not a batch at all raises BatchError, as does
+one past BATCH_LIMITS (config.bounded_yaml: size, entries, values, nesting, aliases).
 """
 
 from __future__ import annotations
@@ -23,11 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lyra_crawl.backends.records import BatchEntry as StoredEntry
 from lyra_crawl.backends.records import BatchProgress, EntrySpec
 from lyra_crawl.config import LyraConfig
+from lyra_crawl.config.bounded_yaml import YamlLimits, YamlRefused, load_yaml, read_text
 from lyra_crawl.query.arguments import (
     SERP_SOURCE,
     ArgumentError,
@@ -37,6 +37,7 @@ from lyra_crawl.query.arguments import (
 )
 from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
+from lyra_crawl.quoting import show
 
 BATCH_OPTIONS = (
     "engine",
@@ -60,6 +61,17 @@ _STATUSES = ("finished", "cached", "failed", "rejected", "not run")
 SUMMARY_ENTRIES = 20
 # The detail of an entry answered by a fresh cache entry when the batch was recorded.
 CACHED = "cached"
+# The most entries one batch file holds: recording them holds them all in memory at once.
+MAX_BATCH_ENTRIES = 50_000
+# An entry is a query and a few options: 50,000 of them take a few MB and ~500,000 values.
+BATCH_LIMITS = YamlLimits(
+    max_bytes=8 * 2**20,
+    max_values=500_000,
+    max_part_values=1_000,
+    part="one entry or top-level key",
+    max_list_items=MAX_BATCH_ENTRIES,
+    fix="split the queries into several batch files",
+)
 
 
 class BatchError(ValueError):
@@ -99,25 +111,27 @@ class Batch:
 
 def load_batch(path: str | Path, config: LyraConfig) -> Batch:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_text(path, BATCH_LIMITS)
+    except OSError as exc:
         raise BatchError(f"{path}: cannot be read ({exc}): give the path of a batch file") from None
+    except YamlRefused as exc:
+        raise BatchError(f"{path}: {exc}") from None
     return parse_batch(text, config, filename=str(path))
 
 
 def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") -> Batch:
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BatchError(f"{filename}: not valid YAML ({exc})") from None
+        doc = load_yaml(text, BATCH_LIMITS)
+    except YamlRefused as exc:
+        raise BatchError(f"{filename}: {exc}") from None
     if not isinstance(doc, Mapping) or not isinstance(doc.get("queries"), list):
         raise BatchError(f"{filename}: expected a mapping with a 'queries:' list")
-    unknown = sorted(set(doc) - {"defaults", "queries"})
+    unknown = [key for key in doc if key not in ("defaults", "queries")]
     if unknown:
-        raise BatchError(f"{filename}: unknown key '{unknown[0]}': use defaults and queries")
-    defaults = doc.get("defaults") or {}
+        raise BatchError(f"{filename}: unknown key {show(unknown[0])}: use defaults and queries")
+    defaults = doc.get("defaults")
     try:
-        defaults = _options(defaults, "defaults")
+        defaults = _options({} if defaults is None else defaults, "defaults")
     except ArgumentError as exc:
         raise BatchError(f"{filename}: {exc}") from None
     entries: list[FileEntry] = []
@@ -134,11 +148,11 @@ def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") 
 def _options(node: Any, where: str) -> dict[str, str]:
     """Batch options as spider-argument strings; lists become comma-separated."""
     if not isinstance(node, Mapping):
-        raise ArgumentError(f"{where} must be a mapping of options (got {node!r})")
-    unknown = sorted(set(node) - set(BATCH_OPTIONS))
+        raise ArgumentError(f"{where} must be a mapping of options (got {show(node)})")
+    unknown = [name for name in node if name not in BATCH_OPTIONS]
     if unknown:
         raise ArgumentError(
-            f"unknown option '{unknown[0]}' in {where}: use one of {', '.join(BATCH_OPTIONS)}"
+            f"unknown option {show(unknown[0])} in {where}: use one of {', '.join(BATCH_OPTIONS)}"
         )
     options = {}
     for name, value in node.items():
@@ -148,10 +162,10 @@ def _options(node: Any, where: str) -> dict[str, str]:
             if isinstance(value, str):
                 value = value.split(",")
             if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise ArgumentError(f"{name} must be a list of names (got {value!r})")
+                raise ArgumentError(f"{name} must be a list of names (got {show(value)})")
             value = ",".join(v.strip() for v in value)
         elif isinstance(value, Mapping | list):
-            raise ArgumentError(f"{name} must be a single value (got {value!r})")
+            raise ArgumentError(f"{name} must be a single value (got {show(value)})")
         options[name] = str(value)
     return options
 
@@ -162,14 +176,19 @@ def _query_text(node: Any) -> str:
 
 
 def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraConfig) -> FileEntry:
-    if isinstance(node, str):
+    if node is None or isinstance(node, str):
         node = {"query": node}
     if not isinstance(node, Mapping):
-        raise ArgumentError(f"expected a query text or a mapping with 'query' (got {node!r})")
+        raise ArgumentError(
+            f"an entry is a query text or a mapping with 'query' (got {show(node)}): "
+            "quote a query YAML reads as a number, a date or true/false"
+        )
     fields = dict(node)
     query = fields.pop("query", None)
+    if query is not None and not isinstance(query, str):
+        raise ArgumentError(f"query must be text (got {show(query)}): put it in quotes")
     spider_args = {**defaults, **_options(fields, "this entry")}
-    spider_args["query"] = "" if query is None else str(query)
+    spider_args["query"] = query or ""
     arguments = parse_crawl_arguments(spider_args, config)
     return FileEntry(
         position=position,
@@ -283,4 +302,4 @@ def summary_lines(end: BatchEnd, batch_id: int) -> list[str]:
 def _entry_line(entry: StoredEntry, status: str) -> str:
     query_id = f"query {entry.query_id}" if entry.query_id is not None else "no query"
     detail = f": {entry.detail}" if entry.detail and entry.detail != CACHED else ""
-    return f"entry {entry.position} {entry.query_text!r}: {status} ({query_id}){detail}"
+    return f"entry {entry.position} {show(entry.query_text)}: {status} ({query_id}){detail}"

@@ -11,7 +11,7 @@ start on any difference, a missing URL included (`check_expected`): fail closed,
 
 A job writes why it refused to start in its log (REFUSED); `scrapy crawl node_check`, which
 `scrapy nodes` schedules on each node, writes what the node resolves and whether it reaches it
-(NODE_REPORT). The side that scheduled the job reads both from the job's log, which Scrapyd
+(NODE_REPORT). Whoever scheduled the job reads both from the job's log, which Scrapyd
 serves.
 """
 

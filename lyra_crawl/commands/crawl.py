@@ -41,6 +41,7 @@ from lyra_crawl.query.arguments import (
     parse_papers_budget,
     parse_papers_target,
 )
+from lyra_crawl.quoting import show
 from lyra_crawl.session.closing import FAILED_QUERIES
 from lyra_crawl.session.crawl import STORAGE_ERROR
 from lyra_crawl.spiders.node_check import NodeCheckSpider
@@ -87,7 +88,7 @@ class Command(ScrapyCrawlCommand):
 
     def _refuse(self, message: str) -> None:
         """One `error:` line, exit 2; in the log file too (a Scrapyd job's log), marked so that
-        the side that scheduled the job finds it (lyra_crawl.batch.scrapyd.job_refusal)."""
+        whoever scheduled the job finds it (lyra_crawl.batch.scrapyd.job_refusal)."""
         print(f"error: {message}", file=sys.stderr)
         if self.settings.get("LOG_FILE"):
             logger.error("%s%s", REFUSED, message)
@@ -132,6 +133,6 @@ async def _check_stored(store: ResultStore, target: PapersTarget) -> None:
             )
     elif not await store.query_ids(task_id=target.task_id):
         raise ArgumentError(
-            f"task_id {target.task_id!r} has no queries in the store ({store.url}): crawl it "
+            f"task_id {show(target.task_id)} has no queries in the store ({store.url}): crawl it "
             f'first (scrapy crawl serp -a task_id={target.task_id} -a query="…")'
         )

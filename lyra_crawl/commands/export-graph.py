@@ -19,6 +19,7 @@ from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.backends.records import BackendError, CitationGraph
+from lyra_crawl.quoting import show
 from lyra_crawl.reports.graph_export import csv_tables, graphml
 
 FORMATS = ("graphml", "csv")
@@ -44,7 +45,7 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
-            raise UsageError(f"unexpected argument {args[0]!r}")
+            raise UsageError(f"unexpected argument {show(args[0])}")
         if not opts.task:
             raise UsageError("--task TASK is required: the task_id the queries ran with")
         try:
@@ -54,7 +55,7 @@ class Command(ScrapyCommand):
             self.exitcode = 2
             return
         if found is None:
-            print(f"error: task {opts.task!r} has no query in the store", file=sys.stderr)
+            print(f"error: task {show(opts.task)} has no query in the store", file=sys.stderr)
             self.exitcode = 1
             return
         graph = found

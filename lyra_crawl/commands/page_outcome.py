@@ -7,7 +7,7 @@ from lyra_crawl.engines.base import Outcome
 
 
 def outcome_text(outcome: Outcome, detail: str, results: int) -> str:
-    """The outcome of a page and its evidence, in one line: `ok: 10 results`, …"""
+    """The outcome of a page and its detail, in one line: `ok: 10 results`, …"""
     if outcome is Outcome.OK:
         return f"ok: {results} result{'' if results == 1 else 's'}"
     if outcome.is_block:

@@ -8,7 +8,7 @@ arxiv_id, pmid, authors, year, venue, abstract, source_id, pdf_url where the eng
 them). Prints on stderr which page it parsed the file as and why: --page when given (and
 whether the page states another), else the number the page states (its URL with --url, the
 pager's current page, its canonical link, its Next link or form), else 1; then the outcome and
-its evidence: `ok: N results`, `empty: <the no-results marker>`, `layout_changed: <what the
+its detail: `ok: N results`, `empty: <the no-results marker>`, `layout_changed: <what the
 rules did not find>`, `blocked: <kind> (<marker>)`, `error: ...`.
 Exit status: 0 ok or empty, 1 an error page, 2 a bad engine name or file, 3 a block page, 4 a
 page in a layout the engine's rules do not read. Reads LYRA_CONFIG_DIR like the crawl does.
@@ -97,9 +97,9 @@ def page_to_parse(spec: EngineSpec, body: bytes, asked: int | None, url: str) ->
     if asked is None:
         if stated is None:
             return 1, "the page does not state its number (give --page N if it is not 1)"
-        return stated.number, stated.evidence
+        return stated.number, stated.statement
     if stated is not None and stated.number != asked:
-        return asked, f"as --page says, though {stated.evidence} (page {stated.number})"
+        return asked, f"as --page says, though {stated.statement} (page {stated.number})"
     return asked, "as --page says"
 
 

@@ -23,6 +23,7 @@ from scrapy.exceptions import UsageError
 from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, LyraConfig, load_config
+from lyra_crawl.quoting import show
 from lyra_crawl.reports.batch import BatchReport, batch_report, batch_report_text
 from lyra_crawl.reports.text import QueryReport, QuotaUse, query_report, quota_use, report_text
 
@@ -61,7 +62,7 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
-            raise UsageError(f"unexpected argument {args[0]!r}")
+            raise UsageError(f"unexpected argument {show(args[0])}")
         if opts.last is not None and opts.last < 1:
             raise UsageError("--last must be 1 or more")
         if opts.per_query and opts.batch is None:

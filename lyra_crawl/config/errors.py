@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
 
+from lyra_crawl.quoting import show
+
 PROBLEM = "lyra_config"
 
 # The fix for each of pydantic's type errors; {value} is the offending value as `show` gives it.
@@ -30,14 +32,6 @@ _MAPPING_TYPES = frozenset({"dict_type", "dataclass_type", "model_type"})
 
 class ConfigError(ValueError):
     """A config file is wrong; the message names the file, engine, field and fix."""
-
-
-def show(value: Any) -> str:
-    """A short, safe rendering of a config value for error messages (never expands aliases)."""
-    if value is None or isinstance(value, str | int | float | bool):
-        text = repr(value)
-        return text if len(text) <= 80 else f"{text[:76]}...{text[-1]}"
-    return f"a {type(value).__name__}"
 
 
 def where(filename: str, engine: str, field: str) -> str:

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, PlainValidator, Strict
 from pydantic_core import PydanticKnownError
 
-from lyra_crawl.config.errors import not_one_of, problem, show
+from lyra_crawl.config.errors import not_one_of, problem
+from lyra_crawl.quoting import show
 
 Whole = Annotated[int, Strict()]
 Number = Annotated[float, Strict()]
@@ -90,7 +91,9 @@ def placeholders(template: str, *at: str) -> set[str]:
     try:
         return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
     except ValueError as exc:
-        raise problem(f"is a bad template {template!r} ({exc}): balance the braces", *at) from None
+        raise problem(
+            f"is a bad template {show(template)} ({exc}): balance the braces", *at
+        ) from None
 
 
 def templates(allowed: frozenset[str]) -> AfterValidator:

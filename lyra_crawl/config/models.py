@@ -20,7 +20,7 @@ from pydantic import (
     ValidationInfo,
 )
 
-from lyra_crawl.config.errors import not_one_of, problem, show
+from lyra_crawl.config.errors import not_one_of, problem
 from lyra_crawl.config.fields import (
     AtLeastOne,
     Flag,
@@ -38,9 +38,11 @@ from lyra_crawl.config.fields import (
     placeholders,
     templates,
 )
+from lyra_crawl.config.retrieval import CheckedRetrievalPolicy, RetrievalPolicy
 from lyra_crawl.engines.base import BLOCK_OUTCOMES, Outcome
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 from lyra_crawl.politeness.hours import HourWindow, parse_window
+from lyra_crawl.quoting import show
 
 PARSERS_FILE = "search_parsers.yaml"
 POLICY_FILE = "engines.yaml"
@@ -104,17 +106,18 @@ def _hostname(url: str) -> str | None:
 def _engine_url(url: str) -> str:
     parts = urlsplit(url) if _hostname(url) else None
     if parts is None or parts.scheme not in ("http", "https"):
-        raise problem(f"must be an absolute http(s) URL (got {url!r})")
+        raise problem(f"must be an absolute http(s) URL (got {show(url)})")
     if placeholders(parts.netloc) - HOST_PLACEHOLDERS or placeholders(parts.path + parts.query):
         raise problem(
-            f"may use only {{language}}, in the host (got {url!r}): put query values under params"
+            f"may use only {{language}}, in the host (got {show(url)}): "
+            "put query values under params"
         )
     return url
 
 
 def _element_name(name: str) -> str:
     if not _ELEMENT_NAME.fullmatch(name):
-        raise problem(f"must be one HTML element name such as main (got {name!r})")
+        raise problem(f"must be one HTML element name such as main (got {show(name)})")
     return name
 
 
@@ -168,6 +171,12 @@ class Layout:
     date: Strings = ()
     # The pager's current page number (a mismatch with the page asked for is a soft block).
     current_page: Strings = ()
+    # The element the results sit in, each in a block of its own one level below it (the real
+    # pages' guard checks every result against it); the first alternative found is the one.
+    container: Strings = ()
+    # Heads of the modules inside the container (a module's heading, a question's toggle):
+    # everything after a head, beside it in its parent, is the module's and never a result.
+    modules: Strings = ()
 
 
 def _layouts(node: Any) -> Any:
@@ -242,7 +251,7 @@ class EngineSpec:
     follow_up: FollowUp | None = None
     max_query_length: Whole = 2000
     blocks: Annotated[tuple[CheckedBlockRule, ...], null_as(())] = ()
-    # A scholarly source (paper records, not web pages): the unified-sources side of a crawl.
+    # A scholarly source (paper records, not web pages): one of a crawl's unified sources.
     scholarly: Flag = False
 
     @property
@@ -268,15 +277,23 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
                 "first_page_omits",
             )
     if spec.default_region is not None and spec.default_region not in spec.region:
-        raise problem(f"is {spec.default_region!r}, which is not a key of region", "default_region")
+        raise problem(
+            f"is {show(spec.default_region)}, which is not a key of region", "default_region"
+        )
     if spec.implemented and spec.family == "html":
         if not spec.parse:
             raise problem("is missing: add the XPath rules of the engine's result page", "parse")
         for index, layout in enumerate(spec.parse):
+            at = ("parse",) if len(spec.parse) == 1 else ("parse", index)
             for rule in REQUIRED_HTML_RULES:
                 if not getattr(layout, rule):
-                    at = ("parse", rule) if len(spec.parse) == 1 else ("parse", index, rule)
-                    raise problem("is missing: add an XPath", *at)
+                    raise problem("is missing: add an XPath", *at, rule)
+            if layout.modules and not layout.container:
+                raise problem(
+                    "are looked for in the results container: add its XPath as container",
+                    *at,
+                    "modules",
+                )
         markers = spec.no_results
         if markers is None or not (markers.body_contains or markers.xpath):
             raise problem(
@@ -301,13 +318,13 @@ def _engine_rules(spec: EngineSpec) -> EngineSpec:
     host = _hostname(spec.url)
     if spec.token_page is not None and _hostname(spec.token_page) != host:
         raise problem(
-            f"must be on the engine's host {host} (got {spec.token_page!r})", "token_page"
+            f"must be on the engine's host {host} (got {show(spec.token_page)})", "token_page"
         )
     if bool(spec.token_page) != bool(spec.token_fields):
         raise problem("and token_fields go together: give both or neither", "token_page")
     if spec.follow_up is not None and _hostname(spec.follow_up.url) != host:
         raise problem(
-            f"must be on the engine's host {host} (got {spec.follow_up.url!r})",
+            f"must be on the engine's host {host} (got {show(spec.follow_up.url)})",
             "follow_up",
             "url",
         )
@@ -479,6 +496,7 @@ class PolicyFile:
     lastmile: Annotated[LastMilePolicy, null_as({})] = field(default_factory=LastMilePolicy)
     papers: Annotated[PapersPolicy, null_as({})] = field(default_factory=PapersPolicy)
     citations: Annotated[CitationPolicy, null_as({})] = field(default_factory=CitationPolicy)
+    retrieval: CheckedRetrievalPolicy = field(default_factory=RetrievalPolicy)
 
 
 def _lastmile_rules(policy: PolicyFile) -> PolicyFile:
@@ -514,6 +532,7 @@ class LyraConfig:
     lastmile: LastMilePolicy = field(default_factory=LastMilePolicy)
     papers: PapersPolicy = field(default_factory=PapersPolicy)
     citations: CitationPolicy = field(default_factory=CitationPolicy)
+    retrieval: RetrievalPolicy = field(default_factory=RetrievalPolicy)
     source: str = ""
 
     def engine(self, name: str) -> EngineSpec:

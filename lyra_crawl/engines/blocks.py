@@ -1,7 +1,8 @@
 """Tell a block page (CAPTCHA, JS wall, geo-block, 403/429, soft block) from a page of results.
 
-Pure. Markers come from the engine's `blocks` in search_parsers.yaml; a soft block is a page that
-repeats the previous page of the same source.
+Pure. Markers come from the engine's `blocks` in search_parsers.yaml; a page with none of them
+and no results is still a CAPTCHA when it holds a challenge (CHALLENGE_ELEMENTS); a soft block
+is a page that repeats the previous page of the same source.
 """
 
 from __future__ import annotations
@@ -17,6 +18,26 @@ from lyra_crawl.engines.base import Outcome, ParseResult
 
 # Statuses that are blocks whatever the engine's markers say.
 STATUS_BLOCKS = {429: Outcome.RATE_LIMITED}
+# What a challenge page holds, whatever its engine: a CAPTCHA or proof-of-work widget, a form
+# posting to a challenge, the script or frame that runs one (reCAPTCHA, hCaptcha, Turnstile,
+# ALTCHA, an engine's own: Google's captcha-form, DuckDuckGo's challenge-form, Mojeek's
+# captcha-wrap, Brave's captcha card). Only a page without results is looked at: a results page
+# may load such a script for a form of its own.
+CHALLENGE_ELEMENTS = (
+    ("a challenge form", "//form[contains(@action, 'captcha') or contains(@action, 'challenge')]"),
+    (
+        "a CAPTCHA element",
+        "//*[contains(@id, 'captcha') or contains(@class, 'captcha')"
+        " or contains(@id, 'challenge-form') or contains(@class, 'cf-turnstile')]",
+    ),
+    (
+        "a challenge script",
+        "//script[contains(@src, 'captcha') or contains(@src, 'challenge')"
+        " or contains(@src, 'turnstile') or contains(@src, 'altcha')]",
+    ),
+    ("a challenge frame", "//iframe[contains(@src, 'captcha') or contains(@src, 'challenge')]"),
+    ("an ALTCHA widget", "//altcha-widget"),
+)
 
 
 def detect_block(
@@ -37,6 +58,23 @@ def detect_block(
         if marker:
             return rule.kind, marker
     return answer_block(spec, status, url)
+
+
+def challenge_element(page: Selector | None) -> str:
+    """The challenge the page holds (CHALLENGE_ELEMENTS), said for a detail; '' when none."""
+    if page is None:
+        return ""
+    for name, xpath in CHALLENGE_ELEMENTS:
+        found = page.xpath(xpath)
+        if found:
+            attributes = found[0].root.attrib
+            named = " ".join(
+                f"{key}={attributes[key][:60]!r}"
+                for key in ("id", "class", "action", "src")
+                if key in attributes
+            )
+            return f"{name}, <{found[0].root.tag} {named}>" if named else name
+    return ""
 
 
 def answer_block(spec: EngineSpec, status: int, url: str) -> tuple[Outcome, str] | None:

@@ -3,15 +3,15 @@
 The page is a parsel Selector, as Scrapy's `response.selector` is. Each rule is a list of XPath
 alternatives: structural selectors first (a result link holding an `h3`), obfuscated class
 names after them, so a class rename does not empty the results. The rules run as compiled lxml
-XPaths on the page's elements: a Selector's `.xpath()` compiles its expression and wraps every
-node it finds on each call, which cost more than the XPaths themselves (0.3-0.5 ms a page).
+XPaths on the page's elements (engines.xpaths); results inside a module of the results
+container are dropped (engines.modules).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -21,8 +21,10 @@ from w3lib.encoding import html_body_declared_encoding, read_bom
 
 from lyra_crawl.config import EngineSpec, Layout
 from lyra_crawl.engines.base import Extracted, PageRequest, SerpResult
+from lyra_crawl.engines.modules import in_container
 from lyra_crawl.engines.request import page_index
 from lyra_crawl.engines.urls import is_web_url, unwrap_redirect
+from lyra_crawl.engines.xpaths import compiled, first_match, first_text
 
 # ASCII digits, few enough for int(): a pager never shows a 5,000-digit page number.
 _NUMBER_RE = re.compile(r"[0-9]{1,9}")
@@ -86,21 +88,6 @@ def page_encoding(body: bytes) -> str:
     return "utf-8"
 
 
-def text_of(found: Any) -> str:
-    """Visible text of an element, or the value of an attribute, whitespace folded.
-
-    An element's text nodes are joined with spaces, the same string as
-    `" ".join(found.xpath(".//text()"))` but read from the element itself. `normalize-space()`
-    would glue `Java<b>Script</b>` into one word and changes 78 of the 291 titles and snippets
-    of the captured pages.
-    """
-    if isinstance(found, str):
-        return " ".join(found.split())
-    if isinstance(found, etree._Element):
-        return " ".join(" ".join(found.itertext()).split())
-    return ""  # a number or boolean an XPath function returned
-
-
 def visible_text(page: Selector) -> str:
     """The text the page shows: its text nodes outside scripts, styles and templates."""
     nodes = page.root.xpath(
@@ -109,38 +96,41 @@ def visible_text(page: Selector) -> str:
     return " ".join(" ".join(nodes).split())
 
 
-@lru_cache(maxsize=1024)
-def _compiled(xpath: str) -> etree.XPath:
-    return etree.XPath(xpath, smart_strings=False)
-
-
-def first_match(node: etree._Element, xpaths: Sequence[str]) -> list[Any]:
-    """What the first alternative that finds anything finds, evaluated from `node`."""
-    for xpath in xpaths:
-        found = _compiled(xpath)(node)
-        if found:
-            return found
-    return []
-
-
-def first_text(node: etree._Element, xpaths: Sequence[str]) -> str:
-    """The first non-empty text among what the first alternative that finds anything finds."""
-    for found in first_match(node, xpaths):
-        text = text_of(found)
-        if text:
-            return text
-    return ""
-
-
 def extract(spec: EngineSpec, page: Selector, page_number: int) -> Extracted:
-    """Organic results in page order, the page number shown, and the next-page form.
+    """Organic results in page order, the page number shown, and the next-page form."""
+    located = located_results(spec, page)
+    return Extracted(
+        results=tuple(result for _, result in located.results),
+        shown_page=shown_page(located.layout, page),
+        next_request=next_page_form(spec, page, page_number) if spec.next_page == "form" else None,
+        dropped=located.dropped,
+        layout=located.layout.layout if located.containers else "",
+        containers=located.containers,
+    )
+
+
+@dataclass(frozen=True)
+class Located:
+    """The results of a page with the node each was read from, and what was left out."""
+
+    layout: Layout
+    results: tuple[tuple[etree._Element, SerpResult], ...]
+    # How many result containers the layout's rules found, modules' included.
+    containers: int
+    dropped: dict[str, int]
+
+
+def located_results(spec: EngineSpec, page: Selector) -> Located:
+    """Each result of the page with its node, in page order.
 
     The layouts are tried in order; the first whose result containers are on the page is read.
+    A container outside the layout's results container or in one of its modules is dropped
+    (engines.modules).
     """
     layout, nodes = _matching_layout(spec.parse, page.root)
+    organic, dropped = in_container(layout, page.root, nodes)
     results = []
-    dropped: dict[str, int] = {}
-    for node in nodes:
+    for node in organic:
         href = first_text(node, layout.url)
         title = first_text(node, layout.title)
         reason = None
@@ -154,22 +144,14 @@ def extract(spec: EngineSpec, page: Selector, page_number: int) -> Extracted:
         if reason:
             dropped[reason] = dropped.get(reason, 0) + 1
             continue
-        results.append(
-            SerpResult(
-                url=url,
-                title=title,
-                snippet=first_text(node, layout.snippet),
-                date=first_text(node, layout.date) or None,
-            )
+        found = SerpResult(
+            url=url,
+            title=title,
+            snippet=first_text(node, layout.snippet),
+            date=first_text(node, layout.date) or None,
         )
-    return Extracted(
-        results=tuple(results),
-        shown_page=shown_page(layout, page),
-        next_request=next_page_form(spec, page, page_number) if spec.next_page == "form" else None,
-        dropped=dropped,
-        layout=layout.layout if nodes else "",
-        containers=len(nodes),
-    )
+        results.append((node, found))
+    return Located(layout, tuple(results), len(nodes), dropped)
 
 
 def _matching_layout(layouts: Sequence[Layout], root: etree._Element) -> tuple[Layout, list[Any]]:
@@ -182,7 +164,7 @@ def _matching_layout(layouts: Sequence[Layout], root: etree._Element) -> tuple[L
 
 
 def outbound_links(spec: EngineSpec, page: Selector) -> int:
-    """How many links on the page lead off the engine's own site (evidence of a stale parser)."""
+    """How many links on the page lead off the engine's own site (a sign of a stale parser)."""
     own = spec.host.removeprefix("www.")
     count = 0
     for href in page.xpath("//a/@href").getall():
@@ -212,7 +194,7 @@ def shown_page(layout: Layout, page: Selector) -> int | None:
 def next_page_form(spec: EngineSpec, page: Selector, page_number: int) -> PageRequest | None:
     """The engine's own form for page N+1, posted back as is (it carries tokens: vqd, sc)."""
     xpath = (spec.next_page_form or "").format(next_page=page_index(spec, page_number + 1))
-    forms = _compiled(xpath)(page.root) if xpath else None
+    forms = compiled(xpath)(page.root) if xpath else None
     if not forms:
         return None
     fields = []

@@ -5,7 +5,8 @@ HTML engines are read by their XPath rules (html.py); API engines by the module 
 errors, error documents, a page number other than the one asked for, then results or empty.
 An HTML page: HTTP errors, then its results, which only its status or a block URL overrule (a
 snippet may quote a block page's words); a page without results is a block by its markers,
-else the engine's no-results page (empty), else layout_changed.
+else the engine's no-results page (empty), else a CAPTCHA when it holds a challenge (a widget,
+a challenge form or script: blocks.CHALLENGE_ELEMENTS), else layout_changed.
 Every result is vetted here too, whatever family found it: one that is no web URL, has no
 title, or whose URL or title is too long to be real is dropped and counted by reason.
 """
@@ -29,7 +30,12 @@ from lyra_crawl.engines import (
     semantic_scholar,
 )
 from lyra_crawl.engines.base import Extracted, Outcome, ParseResult, SerpResult
-from lyra_crawl.engines.blocks import answer_block, detect_block, found_marker
+from lyra_crawl.engines.blocks import (
+    answer_block,
+    challenge_element,
+    detect_block,
+    found_marker,
+)
 from lyra_crawl.engines.request import ensure_engine_host
 from lyra_crawl.engines.urls import is_web_url
 
@@ -110,10 +116,16 @@ def _parse_html(
 def _without_page(
     spec: EngineSpec, body: bytes, status: int, url: str, page: Selector | None
 ) -> ParseResult:
-    """An HTTP error or an empty body: a block when its markers, status or URL say so."""
+    """An HTTP error or an empty body: a block when its markers, status, URL or a challenge
+    on it say so."""
     block = detect_block(spec, body, status, url, page)
     if block is not None:
         return ParseResult(outcome=block[0], detail=block[1])
+    challenge = challenge_element(page)
+    if challenge:
+        return ParseResult(
+            outcome=Outcome.CAPTCHA, detail=f"HTTP {status}, a challenge ({challenge})"
+        )
     detail = "empty body" if page is None else f"HTTP {status}"
     return ParseResult(outcome=Outcome.ERROR, detail=detail)
 
@@ -121,7 +133,8 @@ def _without_page(
 def _without_results(
     spec: EngineSpec, page: Selector, found: Extracted, result: ParseResult
 ) -> ParseResult:
-    """An HTML page without results: the engine's no-results page, or one no rule reads.
+    """An HTML page without results: the engine's no-results page, a challenge in the results'
+    place, or a page no rule reads.
 
     The no-results text is looked for in what the page shows: engines ship the sentence among
     their scripts' strings on every page (Bing, Brave).
@@ -132,6 +145,9 @@ def _without_results(
         marker = found_marker(shown, page, markers.body_contains, markers.xpath)
         if marker:
             return replace(result, detail=f"the engine's no-results page ({marker})")
+    challenge = challenge_element(page)
+    if challenge:
+        return replace(result, outcome=Outcome.CAPTCHA, detail=f"a challenge ({challenge})")
     links = html.outbound_links(spec, page)
     if found.layout:
         dropped = ", ".join(f"{reason} {count}" for reason, count in sorted(result.dropped.items()))

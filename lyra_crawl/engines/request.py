@@ -17,6 +17,7 @@ from w3lib.url import url_query_cleaner
 from lyra_crawl.config import SECRET_PLACEHOLDERS, SECRET_SETTINGS, EngineSpec
 from lyra_crawl.config.fields import placeholders
 from lyra_crawl.engines.base import PageRequest
+from lyra_crawl.quoting import show
 
 # The name lyra gives itself to engines that ask (EngineSpec.identify).
 TOOL_NAME = "lyra_crawl"
@@ -47,7 +48,7 @@ def resolve_region(spec: EngineSpec, region: str | None) -> str:
     if region not in spec.region:
         supported = ", ".join(sorted(spec.region)) or "none"
         raise QueryError(
-            f"engine '{spec.name}' does not support region '{region}': use one of {supported}"
+            f"engine '{spec.name}' does not support region {show(region)}: use one of {supported}"
         )
     return spec.region[region]
 
@@ -58,7 +59,7 @@ def resolve_time_range(spec: EngineSpec, time_range: str | None) -> str:
     if time_range not in spec.time_range:
         supported = ", ".join(spec.time_range) or "none"
         raise QueryError(
-            f"engine '{spec.name}' does not support time_range '{time_range}': "
+            f"engine '{spec.name}' does not support time_range {show(time_range)}: "
             f"use one of {supported}, or leave it out"
         )
     return spec.time_range[time_range]
@@ -74,13 +75,39 @@ def check_query(spec: EngineSpec, query: str) -> None:
         )
 
 
+def check_query_options(
+    spec: EngineSpec,
+    query: str,
+    *,
+    region: str | None = None,
+    time_range: str | None = None,
+    first_page: int = 1,
+) -> None:
+    """Whether the engine takes this query from page `first_page`, checked before any request
+    is built: QueryError saying what to change when it does not (the query's length, the
+    region, the time range, the first page)."""
+    check_query(spec, query)
+    expected_host(spec, region)
+    resolve_time_range(spec, time_range)
+    if first_page > spec.max_pages:
+        raise QueryError(
+            f"serp_page {first_page} is beyond engine '{spec.name}''s last page "
+            f"{spec.max_pages}: use -a serp_page=1..{spec.max_pages}"
+        )
+    if first_page > 1 and spec.next_page == "form":
+        # Page N+1 is asked for with a token page N's answer hands over.
+        raise QueryError(
+            f"engine '{spec.name}' hands a token from page to page: start at serp_page=1"
+        )
+
+
 def expected_host(spec: EngineSpec, region: str | None = None) -> str:
     """The host every request to this engine must go to."""
     language = resolve_region(spec, region)
     host = spec.host
     if "{language}" in spec.url:
         if not _LANGUAGE_RE.match(language):
-            raise QueryError(f"engine '{spec.name}' needs a language code, got {language!r}")
+            raise QueryError(f"engine '{spec.name}' needs a language code, got {show(language)}")
         host = urlsplit(spec.url.format(language=language)).hostname or ""
     return host
 

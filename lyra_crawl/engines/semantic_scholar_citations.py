@@ -34,7 +34,8 @@ from lyra_crawl.engines.shapes import foreign_records, json_document, key_paths,
 
 # The most entries one page of a list may hold (a larger limit is HTTP 400).
 MAX_LIMIT = 1000
-SIDES = {Relation.REFERENCES: "citedPaper", Relation.CITATIONS: "citingPaper"}
+# The key under which an entry holds the paper at the other end of its edge.
+OTHER_END = {Relation.REFERENCES: "citedPaper", Relation.CITATIONS: "citingPaper"}
 SHAPE = "data (a list of {citedPaper: …} or {citingPaper: …} entries)"
 
 
@@ -83,11 +84,11 @@ def read(
         if "paperId" in doc:
             return _other_shape(f"the body is a single paper ({doc['paperId']})")
         return _other_shape(f"the body has {key_paths(doc) or 'no keys'}")
-    side = SIDES[request.relation]
-    foreign = foreign_records(entries, (side,))
+    other_end = OTHER_END[request.relation]
+    foreign = foreign_records(entries, (other_end,))
     if foreign:
         return _other_shape(f"data: {foreign}")
-    records = [entry.get(side) for entry in entries if isinstance(entry, dict)]
+    records = [entry.get(other_end) for entry in entries if isinstance(entry, dict)]
     resolved = [record for record in records if isinstance(record, dict) and record.get("paperId")]
     papers, dropped = record_results(resolved, paper_result)
     if len(resolved) < len(entries):

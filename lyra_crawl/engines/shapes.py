@@ -1,4 +1,4 @@
-"""What an API answered when it is not the shape its parser reads: `layout_changed` evidence.
+"""What an API answered when it is not the shape its parser reads: what `layout_changed` says.
 
 A JSON/XML hook that meets another module's answer (Wikipedia's list=prefixsearch, an S2 author
 search, a Crossref member list) must say so instead of returning 0 or 1 results: it names the

@@ -18,7 +18,8 @@ from parsel import Selector
 
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import whole_number
-from lyra_crawl.engines.html import first_text, shown_page
+from lyra_crawl.engines.html import shown_page
+from lyra_crawl.engines.xpaths import first_text
 
 # What a "Next" control carries somewhere: rel="next", id="pnnext", title="Next page", …
 _LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
@@ -38,7 +39,7 @@ NEXT_FORMS = (
 class StatedPage:
     number: int
     # How the page says it, for people: "the pager marks page 2".
-    evidence: str
+    statement: str
 
 
 def stated_page(spec: EngineSpec, page: Selector | None, url: str = "") -> StatedPage | None:

@@ -11,7 +11,8 @@ layout the parser does not read is saved under LYRA_DATA_DIR's `stale/<engine>/`
 (lyra_crawl.session.saved_pages) and named in the one WARNING that says the fix. A request
 that got no answer ends its source through `stop_after_failure` (refused by quota or breaker:
 quota / blocked; a network error: error), called by the spider's errback, which Scrapy does not
-pass through spider middlewares.
+pass through spider middlewares; a resumed query's source whose every page is stored already
+ends through `stop_with_pages_stored` (max_pages), called by the spider's start.
 
 Governed by the spider arguments `strategy`, `serp_max_pages`, `novelty_scope` and by the
 `pagination:` section of engines.yaml (min_novelty_rate, min_harvest_rate,
@@ -37,14 +38,15 @@ from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.stop_rules import StopReason
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.page_outcome import PageOutcome, page_judged
-from lyra_crawl.session.query import QuerySession
 from lyra_crawl.session.request_state import (
     RequestKind,
     RequestRefused,
     RequestState,
     request_state,
 )
+from lyra_crawl.session.running_query import RunningQuery
 from lyra_crawl.session.saved_pages import page_suffix, save_page, stale_page_path
+from lyra_crawl.session.settling import settle, settle_later
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +84,7 @@ class PaginationMiddleware:
 
     async def _after_page(
         self,
-        query: QuerySession,
+        query: RunningQuery,
         page: PageOutcome,
         items: list[ResultItem],
         proposed: bool,
@@ -130,22 +132,22 @@ class PaginationMiddleware:
         elif not proposed:
             query.stop(source, StopReason.EMPTY_PAGE, page.no_next_page or decision.detail)
         if not items:
-            await self.session.settle(query)  # nothing will pass the pipelines for this page
+            await settle(self.session, query)  # nothing will pass the pipelines for this page
         return go_on
 
-    def _after_token_page(self, query: QuerySession, page: PageOutcome) -> bool:
+    def _after_token_page(self, query: RunningQuery, page: PageOutcome) -> bool:
         self.session.stats.inc_value(f"lyra/{page.source}/token_page/{page.outcome.value}")
         if page.outcome is Outcome.OK:
             return True
         logger.warning("%s token page %s: %s", page.source, page.outcome.value, page.detail)
         reason = StopReason.BLOCKED if page.outcome.is_block else StopReason.ERROR
         query.stop(page.source, reason, page.detail)
-        self.session.settle_later(query)
+        settle_later(self.session, query)
         return False
 
     def _stop(
         self,
-        query: QuerySession,
+        query: RunningQuery,
         page: PageOutcome,
         reason: StopReason | None,
         detail: str,
@@ -175,7 +177,7 @@ class PaginationMiddleware:
             detail = f"page {page.page_number}: {page.detail}"
         query.stop(page.source, reason or StopReason.ERROR, detail)
 
-    def _keep_stale_page(self, query: QuerySession, page: PageOutcome, response: Response) -> str:
+    def _keep_stale_page(self, query: RunningQuery, page: PageOutcome, response: Response) -> str:
         """Save the page for parse-serp; the fix to make, naming the saved file."""
         engine, number = page.source, page.page_number
         content_type = response.headers.get("Content-Type", b"").decode("latin-1")
@@ -211,7 +213,7 @@ def _is_next_page(output: Any, page: PageOutcome) -> bool:
 
 
 def stop_after_failure(
-    crawl: CrawlSession, query: QuerySession, state: RequestState, failure: Failure
+    crawl: CrawlSession, query: RunningQuery, state: RequestState, failure: Failure
 ) -> None:
     """End the source of a request that got no answer: refused, or failed on the network."""
     engine, page_number = state.engine, state.page_number
@@ -243,7 +245,15 @@ def stop_after_failure(
         )
         crawl.stats.inc_value(f"lyra/{engine}/outcome/network_error")
         query.stop(engine, StopReason.ERROR, message)
-    crawl.settle_later(query)
+    settle_later(crawl, query)
+
+
+def stop_with_pages_stored(query: RunningQuery, source: str) -> None:
+    """End a source of a resumed query whose every page is stored already, before any request
+    (the crawl that stored them was stopped before it could record why the source stopped)."""
+    first = query.first_page
+    last = query.pagination.last_page(first, query.paging[source].page_cap)
+    query.stop(source, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
 
 
 def kept_pages(first: int, last: int) -> str:

@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import groupby
 
+from lyra_crawl.quoting import show
+
 _CJK_RANGES: tuple[tuple[int, int], ...] = (
     (0x1100, 0x11FF),  # Hangul Jamo
     (0x3005, 0x3005),  # ideographic iteration mark 々
@@ -106,9 +108,11 @@ class RelevanceConfig:
         for name in ("threshold", "b", "coverage_weight"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"relevance {name} must be between 0 and 1 (got {value!r})")
+                raise ValueError(f"relevance {name} must be between 0 and 1 (got {show(value)})")
         if not self.k1 >= 0.0:
-            raise ValueError(f"relevance k1 must be >= 0 (got {self.k1!r}); 1.2 to 2.0 is usual")
+            raise ValueError(
+                f"relevance k1 must be >= 0 (got {show(self.k1)}); 1.2 to 2.0 is usual"
+            )
 
 
 class RelevanceScorer:
@@ -119,7 +123,7 @@ class RelevanceScorer:
         self.query_terms = tuple(dict.fromkeys(tokenize(query)))
         if not self.query_terms:
             raise ValueError(
-                f"query {query!r} has no words to score results against; "
+                f"query {show(query)} has no words to score results against; "
                 f"pass a query with at least one letter or digit"
             )
         self._doc_count = 0

@@ -25,6 +25,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from lyra_crawl.quoting import show
+
 SERP_MAX_PAGES_LIMIT = 10
 
 # Exhaustive crawls of an engine without a `max_pages` cap stop after this many pages: nothing
@@ -77,6 +79,11 @@ FINAL_STOP_REASONS = frozenset(
 )
 
 
+# A source stops for one of these only on what a page it fetched said: one that fetched no page
+# never did (an engine refusing the query before its first request reached no page limit).
+AFTER_A_PAGE = FINAL_STOP_REASONS | {StopReason.LAYOUT_CHANGED.value}
+
+
 # A source stopped for one of these did not run its course: its results are not what the query
 # gives, so they are never served from the cache.
 CUT_SHORT = frozenset(
@@ -104,7 +111,7 @@ class PaginationConfig:
         except ValueError:
             choices = "|".join(s.value for s in Strategy)
             raise ValueError(
-                f"strategy must be one of {choices} (got {self.strategy!r}); "
+                f"strategy must be one of {choices} (got {show(self.strategy)}); "
                 f"pass e.g. strategy=auto"
             ) from None
         _check_serp_max_pages(self.serp_max_pages, self.strategy)
@@ -112,14 +119,15 @@ class PaginationConfig:
             rate = getattr(self, name)
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(
-                    f"{name} must be between 0 and 1 (got {rate!r}); pass a fraction such as 0.1"
+                    f"{name} must be between 0 and 1 (got {show(rate)}); "
+                    "pass a fraction such as 0.1"
                 )
 
 
 def _check_serp_max_pages(serp_max_pages: int, strategy: Strategy) -> None:
     if not isinstance(serp_max_pages, int) or isinstance(serp_max_pages, bool):
         raise TypeError(
-            f"serp_max_pages must be a whole number of pages (got {serp_max_pages!r}); "
+            f"serp_max_pages must be a whole number of pages (got {show(serp_max_pages)}); "
             f"pass e.g. serp_max_pages=5"
         )
     if serp_max_pages < 1:

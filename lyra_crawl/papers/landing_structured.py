@@ -17,12 +17,10 @@ from the head's meta tags already).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import lxml.etree
-from extruct.rdfa import RDFaExtractor
-from extruct.utils import parse_xmldom_html
-from extruct.w3cmicrodata import MicrodataExtractor
 from lxml.html import HtmlElement
 
 __all__ = ["ARTICLE_TYPES", "microdata_fields", "rdfa_fields"]
@@ -49,15 +47,32 @@ _RDFA_ABSTRACT = (
     " and (contains(translate(@property, 'ABSTRACT', 'abstract'), 'abstract')"
     " or contains(translate(@property, 'DESCRIPTION', 'description'), 'description'))]"
 )
-_MICRODATA = MicrodataExtractor(strict=True)
-_RDFA = RDFaExtractor()
+
+
+@cache
+def _microdata() -> Any:
+    """extruct's microdata extractor, imported on first use: extruct's package imports requests
+    and microformats too, which no serp crawl (nor any command that does not read a landing
+    page) should pay for."""
+    from extruct.w3cmicrodata import MicrodataExtractor
+
+    return MicrodataExtractor(strict=True)
+
+
+@cache
+def _rdfa() -> tuple[Any, Any]:
+    """extruct's RDFa extractor and its XML DOM parse, imported on first use (see _microdata)."""
+    from extruct.rdfa import RDFaExtractor
+    from extruct.utils import parse_xmldom_html
+
+    return RDFaExtractor(), parse_xmldom_html
 
 
 def microdata_fields(root: HtmlElement) -> Iterator[tuple[str, str, bool]]:
     """(field, text, weak) of the abstract and the description of each article item."""
     if not root.xpath("//*[@itemscope]"):
         return
-    for item in _items(_MICRODATA.extract_items(root, None)):
+    for item in _items(_microdata().extract_items(root, None)):
         if not _is_article(item.get("type") or []):
             continue
         properties = item.get("properties") or {}
@@ -73,7 +88,8 @@ def rdfa_fields(root: HtmlElement) -> Iterator[tuple[str, str, bool]]:
         return
     html = lxml.etree.tostring(root.getroottree(), encoding="utf-8", method="html")
     try:
-        nodes = _RDFA.extract_items(parse_xmldom_html(html, encoding="utf-8"))
+        extractor, parse_xmldom_html = _rdfa()
+        nodes = extractor.extract_items(parse_xmldom_html(html, encoding="utf-8"))
     except Exception:  # pyRdfa on arbitrary markup: a page it cannot read has no RDFa field
         return
     for node in nodes:

@@ -18,7 +18,7 @@ from scrapy.exceptions import DropItem
 
 from lyra_crawl.items import ResultItem
 from lyra_crawl.session.crawl import CrawlSession
-from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.running_query import RunningQuery
 
 
 class ResultPipeline:
@@ -32,7 +32,7 @@ class ResultPipeline:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(CrawlSession.of(crawler))
 
-    def query_of(self, item: object) -> QuerySession | None:
+    def query_of(self, item: object) -> RunningQuery | None:
         """The running query of a lyra item; None for anything else."""
         return self.session.query(item.query_id) if isinstance(item, ResultItem) else None
 

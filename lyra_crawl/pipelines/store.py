@@ -9,7 +9,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 
 from lyra_crawl.pipelines import ResultPipeline
-from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.running_query import RunningQuery
+from lyra_crawl.session.settling import settle
 
 
 class StorePipeline(ResultPipeline):
@@ -29,19 +30,19 @@ class StorePipeline(ResultPipeline):
                 return self._settled(query, item)
         return item
 
-    async def _settled(self, query: QuerySession, item: Any) -> Any:
-        await self.session.settle(query)
+    async def _settled(self, query: RunningQuery, item: Any) -> Any:
+        await settle(self.session, query)
         return item
 
     async def item_dropped(self, item: Any, **_: Any) -> None:
         query = self.query_of(item)
         if query is not None:
             query.ledger.drop(item.source, item.page_number)
-            await self.session.settle(query)
+            await settle(self.session, query)
 
     async def item_error(self, item: Any, **_: Any) -> None:
         query = self.query_of(item)
         if query is not None:
             self.stats.inc_value("lyra/dropped/pipeline_error")
             query.ledger.drop(item.source, item.page_number)
-            await self.session.settle(query)
+            await settle(self.session, query)

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time
 
+from lyra_crawl.quoting import show
+
 _WINDOW = re.compile(r"^\s*([01]\d|2[0-3]):([0-5]\d)\s*-\s*([01]\d|2[0-4]):([0-5]\d)\s*$")
 
 
@@ -33,14 +35,14 @@ def parse_window(text: str) -> HourWindow:
     """ "HH:MM-HH:MM" as a window; ValueError naming the expected form otherwise."""
     match = _WINDOW.match(text) if isinstance(text, str) else None
     if match is None:
-        raise ValueError(f"expected a UTC window such as '01:00-06:00' (got {text!r})")
+        raise ValueError(f"expected a UTC window such as '01:00-06:00' (got {show(text)})")
     start_h, start_m, end_h, end_m = (int(part) for part in match.groups())
     if end_h == 24 and end_m:
-        raise ValueError(f"a window ends at 24:00 at the latest (got {text!r})")
+        raise ValueError(f"a window ends at 24:00 at the latest (got {show(text)})")
     end = time.max if end_h == 24 else time(end_h, end_m)
     window = HourWindow(time(start_h, start_m), end)
     if window.start == window.end:
-        raise ValueError(f"a window needs a start before its end (got {text!r})")
+        raise ValueError(f"a window needs a start before its end (got {show(text)})")
     return window
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +38,8 @@ class SelectionDecision:
     reason: str
     harvest_rate: float | None
     threshold: float
+    # Engines left out of the choice because they cannot take this query, each with why.
+    unfit: Mapping[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -72,14 +74,45 @@ def choose_engine(
     now: datetime | None = None,
     queued: Mapping[str, float] | None = None,
     task_share: TaskShare | None = None,
+    unfit: Mapping[str, str] | None = None,
     rng: random.Random | None = None,
 ) -> SelectionDecision:
     """Pick the engine for one query among `usable` engines, preferring `available` ones.
 
     `queued`: requests the crawl's running queries are expected to send to each engine.
     `task_share`: the task's queries so far, for `lastmile.max_share`.
+    `unfit`: engines that cannot take this query (its length, region, …), each with why: left
+    out, and named in the decision.
     """
-    now = now or datetime.now(UTC)
+    decision = _choose(
+        config,
+        [name for name in usable if name not in (unfit or {})],
+        available,
+        harvest_rate,
+        now or datetime.now(UTC),
+        queued or {},
+        task_share,
+        rng,
+    )
+    if not unfit:
+        return decision
+    left_out = ", ".join(sorted(unfit))
+    return replace(
+        decision, reason=f"{decision.reason} (cannot take this query: {left_out})", unfit=unfit
+    )
+
+
+def _choose(
+    config: LyraConfig,
+    usable: Collection[str],
+    available: Collection[str],
+    harvest_rate: float | None,
+    now: datetime,
+    queued: Mapping[str, float],
+    task_share: TaskShare | None,
+    rng: random.Random | None,
+) -> SelectionDecision:
+    """choose_engine's rules, among the engines that can take the query."""
     threshold = config.lastmile.threshold
     lastmile = harvest_rate is not None and harvest_rate >= threshold
     if lastmile:
@@ -94,7 +127,7 @@ def choose_engine(
     normal = normal_engines(config, usable)
     closed = [name for name in normal if name not in available or not _in_hours(config, name, now)]
     engine, how = earliest_free(
-        config, [name for name in normal if name not in closed], queued or {}, rng
+        config, [name for name in normal if name not in closed], queued, rng
     )
     if lastmile:
         reason = f"harvest rate {harvest_rate:g} >= {threshold:g} but {why_not}: {how}"

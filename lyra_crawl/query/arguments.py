@@ -6,13 +6,15 @@ ends the run with one clear message and no request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lyra_crawl.config import CITATION_DEPTHS, STRATEGIES, TIME_RANGES, LyraConfig
-from lyra_crawl.engines.request import QueryError, check_query, resolve_region, resolve_time_range
+from lyra_crawl.engines.request import QueryError, check_query_options
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
+from lyra_crawl.politeness.selection import normal_engines
+from lyra_crawl.quoting import show
 
 SERP_MAX_PAGES_RANGE = (1, SERP_MAX_PAGES_LIMIT)
 CACHE_MODES = ("use", "refresh", "off")
@@ -70,6 +72,9 @@ class CrawlArguments:
     # `citations:` gives the defaults).
     citation_depth: int = 0
     citation_top_k: int = 1
+    # Default sources left out because they cannot take this query (a time range, a long
+    # query), each with why; sources a user names are never left out: they refuse instead.
+    sources_left_out: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -132,7 +137,7 @@ def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
         value = None
     span = f"from {low} to {high}" if high is not None else f">= {low}"
     if value is None or value < low or (high is not None and value > high):
-        raise ArgumentError(f"{name} must be a whole number {span} (got {raw!r}): -a {name}=N")
+        raise ArgumentError(f"{name} must be a whole number {span} (got {show(raw)}): -a {name}=N")
     return value
 
 
@@ -148,7 +153,7 @@ def usable_engines(config: LyraConfig) -> list[str]:
 def check_engine(config: LyraConfig, engine: str) -> None:
     usable = ", ".join(usable_engines(config))
     if engine not in config.engines:
-        raise ArgumentError(f"engine '{engine}' is unknown: use one of {usable}")
+        raise ArgumentError(f"engine {show(engine)} is unknown: use one of {usable}")
     if not config.engines[engine].implemented:
         raise ArgumentError(f"engine '{engine}' is not implemented yet: use one of {usable}")
     policy = config.policies.get(engine)
@@ -158,36 +163,76 @@ def check_engine(config: LyraConfig, engine: str) -> None:
         )
 
 
-def check_engine_options(
-    config: LyraConfig,
-    engine: str,
-    query: str,
-    region: str | None,
-    time_range: str | None,
-    serp_page: int = 1,
-) -> None:
-    """Options that depend on the engine: query length, region, time range, first page."""
-    spec = config.engines[engine]
-    if serp_page > spec.max_pages:
-        raise ArgumentError(
-            f"serp_page {serp_page} is beyond engine '{engine}''s last page {spec.max_pages}: "
-            f"use -a serp_page=1..{spec.max_pages}"
-        )
+def query_misfit(config: LyraConfig, engine: str, arguments: CrawlArguments) -> str | None:
+    """Why `engine` cannot take the query `arguments` describe (its length, region, time range,
+    first page), in words that name the fix; None when it can."""
     try:
-        check_query(spec, query)
-        resolve_region(spec, region)
-        resolve_time_range(spec, time_range)
+        check_query_options(
+            config.engines[engine],
+            arguments.query,
+            region=arguments.region,
+            time_range=arguments.time_range,
+            first_page=arguments.serp_page,
+        )
     except QueryError as exc:
-        raise ArgumentError(str(exc)) from None
+        return str(exc)
+    return None
+
+
+def query_misfits(
+    config: LyraConfig, engines: Iterable[str], arguments: CrawlArguments
+) -> dict[str, str]:
+    """Those of `engines` that cannot take the query, each with why (query_misfit)."""
+    found = ((engine, query_misfit(config, engine, arguments)) for engine in engines)
+    return {engine: why for engine, why in found if why is not None}
+
+
+def check_engines_take(config: LyraConfig, arguments: CrawlArguments) -> None:
+    """ArgumentError unless every engine the query goes to can take it, whoever picks it: the
+    SERP engine it names, else at least one the frontier may give it (politeness.selection,
+    outside last-mile), and each scholarly source. The crawl (session.opening) asks again of
+    the engines it ends up with, and the frontier chooses only among those that take it."""
+    if arguments.engine is not None:
+        why = query_misfit(config, arguments.engine, arguments)
+        if why is not None:
+            raise ArgumentError(why)
+    elif SERP_SOURCE in arguments.sources:
+        _check_frontier_takes(config, arguments)
+    for source in arguments.sources:
+        if source in (SERP_SOURCE, arguments.engine):
+            continue
+        why = query_misfit(config, source, arguments)
+        if why is not None:
+            raise ArgumentError(f"{why}, or leave {source} out of sources")
+
+
+def _check_frontier_takes(config: LyraConfig, arguments: CrawlArguments) -> None:
+    usable = usable_engines(config)
+    frontier = normal_engines(config, usable)
+    misfits = query_misfits(config, frontier, arguments)
+    if not frontier or len(misfits) < len(frontier):
+        return
+    # The one that takes the longest query says what to change.
+    nearest = max(frontier, key=lambda name: config.engines[name].max_query_length)
+    serp_engines = [name for name in usable if not config.engines[name].scholarly]
+    takers = [name for name in serp_engines if not query_misfit(config, name, arguments)]
+    roomiest = max(takers, key=lambda name: config.engines[name].max_query_length, default=None)
+    named = f", or name an engine that takes it (engine: {roomiest})" if roomiest else ""
+    raise ArgumentError(
+        f"no engine the frontier may choose takes this query: {misfits[nearest]}{named}"
+    )
 
 
 def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlArguments:
     unknown = sorted(set(raw) - KNOWN_ARGUMENTS - SCRAPYD_ARGUMENTS)
     if unknown:
         raise ArgumentError(
-            f"unknown spider argument '{unknown[0]}': "
+            f"unknown spider argument {show(unknown[0])}: "
             f"use one of {', '.join(sorted(KNOWN_ARGUMENTS | BATCH_ARGUMENTS))}"
         )
+    for name, value in raw.items():
+        if isinstance(value, str) and not _utf8(value):
+            raise ArgumentError(f"{name} is not UTF-8 text (got {show(value)}): fix its encoding")
     query = raw.get("query")
     if query is None or not str(query).strip():
         raise ArgumentError('query is required and must not be blank: -a query="your search"')
@@ -209,7 +254,6 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
     engine = raw.get("engine") or None
     if engine is not None:
         check_engine(config, engine)
-        check_engine_options(config, engine, query, region, time_range, serp_page)
         if SERP_SOURCE not in sources and engine not in sources:
             raise ArgumentError(
                 f"engine '{engine}' is given but sources ({','.join(sources)}) has no serp: "
@@ -225,7 +269,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
             harvest_rate = None
         if harvest_rate is None or not 0.0 <= harvest_rate <= 1.0:
             raise ArgumentError(
-                f"harvest_rate must be a number from 0 to 1 (got {raw['harvest_rate']!r}): "
+                f"harvest_rate must be a number from 0 to 1 (got {show(raw['harvest_rate'])}): "
                 "-a harvest_rate=0.95"
             )
     resume = _one_of(str(raw.get("resume") or "false").lower(), ("true", "false"), "resume")
@@ -236,7 +280,7 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
     citation_top_k = _whole_number(
         raw.get("citation_top_k", citations.top_k), "citation_top_k", 1, None
     )
-    return CrawlArguments(
+    arguments = CrawlArguments(
         query=query,
         engine=engine,
         serp_page=serp_page,
@@ -254,11 +298,36 @@ def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlAr
         citation_depth=citation_depth,
         citation_top_k=citation_top_k,
     )
+    if not raw.get("sources"):
+        arguments = _without_default_misfits(config, arguments)
+    check_engines_take(config, arguments)
+    return arguments
+
+
+def _without_default_misfits(config: LyraConfig, arguments: CrawlArguments) -> CrawlArguments:
+    """The default sources less the scholarly APIs that cannot take the query, each recorded
+    with why: a user who asked for a time range or a long query without naming sources wants
+    the sources that can take it, not a refusal."""
+    apis = [source for source in arguments.sources if source != SERP_SOURCE]
+    left_out = query_misfits(config, apis, arguments)
+    if not left_out:
+        return arguments
+    kept = tuple(source for source in arguments.sources if source not in left_out)
+    return replace(arguments, sources=kept, sources_left_out=left_out)
+
+
+def _utf8(text: str) -> bool:
+    """Whether `text` can be stored: no lone surrogate (an invalid byte of a command line)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _one_of(value: Any, choices: tuple[str, ...], name: str) -> str:
     if value not in choices:
-        raise ArgumentError(f"{name} must be one of {', '.join(choices)} (got {value!r})")
+        raise ArgumentError(f"{name} must be one of {', '.join(choices)} (got {show(value)})")
     return value
 
 
@@ -277,7 +346,7 @@ def parse_sources(raw: Any, config: LyraConfig) -> tuple[str, ...]:
     for name in names:
         if name not in allowed:
             raise ArgumentError(
-                f"source '{name}' is not available: use a comma-separated list of "
+                f"source {show(name)} is not available: use a comma-separated list of "
                 f"{', '.join(allowed)} (e.g. -a sources=serp,openalex)"
             )
     if not names:
@@ -340,6 +409,6 @@ def parse_papers_budget(raw: Any) -> int:
     if budget < 1:
         raise ArgumentError(
             f"LYRA_PAPERS_DAILY_BUDGET must be a whole number of pages of at least 1 "
-            f"(got {raw!r}): -s LYRA_PAPERS_DAILY_BUDGET=500"
+            f"(got {show(raw)}): -s LYRA_PAPERS_DAILY_BUDGET=500"
         )
     return budget

@@ -32,6 +32,7 @@ from lyra_crawl.backends.records import (
 )
 from lyra_crawl.batch.progress import duration
 from lyra_crawl.config import LyraConfig
+from lyra_crawl.quoting import show
 
 # Time buckets of the requests-over-time figure: the smallest of these giving at most
 # MAX_BUCKETS buckets over the batch's span.
@@ -264,7 +265,7 @@ def bucket_label(start: int, bucket_s: int) -> str:
 
 
 def entry_line(entry: BatchEntry) -> str:
-    return f"entry {entry.position} {entry.query_text!r}: {entry.state}: {entry.detail or '-'}"
+    return f"entry {entry.position} {show(entry.query_text)}: {entry.state}: {entry.detail or '-'}"
 
 
 def batch_report_text(report: BatchReport) -> str:

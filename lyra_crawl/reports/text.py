@@ -17,6 +17,7 @@ from lyra_crawl.backends import Backends
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.backends.records import StoredPage, StoredQuery
 from lyra_crawl.config import LyraConfig, load_config
+from lyra_crawl.quoting import show
 
 ATTRIBUTIONS = ("both", "api_only", "serp_only")
 EVIDENCE_KINDS = ("abstract", "fetch")
@@ -132,7 +133,7 @@ def query_lines(report: QueryReport, quota: Sequence[QuotaUse]) -> list[str]:
     pages = ", ".join(f"{source} {n}" for source, n in sorted(report.pages_per_source.items()))
     stop = ", ".join(f"{k}: {v}" for k, v in sorted(report.stop_reasons.items()))
     return [
-        f"query {report.query_id}: {report.query_text!r}"
+        f"query {report.query_id}: {show(report.query_text)}"
         + (f" ({', '.join(labels)})" if labels else ""),
         f"  engine {report.engine}, sources {report.sources}, status {report.status}, "
         f"started {report.started_at}",

@@ -1,9 +1,11 @@
-"""Crawl and query sessions: where every lyra component keeps and finds a crawl's state.
+"""The crawl session: where every lyra component keeps and finds a crawl's state.
 
-CrawlSession (crawl.py) is the Scrapy extension, one per crawler; it holds the config, the
-backends and the registry of QuerySessions (query.py), one per running query. Opening a query
-(opening.py, launch.py), judging a page (judging.py) and closing a query (closing.py) are
-here too; the state one request carries is a RequestState (request_state.py).
+CrawlSession (crawl.py) is what the crawl's components share: the config, the backends and the
+registry of RunningQuery objects (running_query.py), one per running query; the Scrapy
+extension that builds it is its subclass (extension.py). A query opens (opening.py, launch.py),
+its pages are judged (judging.py), it moves on as pages are stored (settling.py), fetches its
+citation graph (citations.py) and closes (closing.py); the state one request carries is a
+RequestState (request_state.py).
 """
 
 from lyra_crawl.session.crawl import CrawlSession

@@ -1,7 +1,8 @@
-"""Close one query: its papers merged into the paper index and linked, its row finished, its
-cache entry written.
+"""Close one query: its last pages stored, its papers merged into the paper index and linked,
+its row finished, its cache entry and batch entry written, and its place in the crawl freed.
 
-Runs once per query, when its last page is stored (or when the crawl closes around it). Stats:
+Runs once per query, when nothing of it is left (lyra_crawl.session.settling) or when the crawl
+closes around it (lyra_crawl.session.extension). Stats:
 `lyra/stop_reason/<reason>` per source, `lyra/papers/<attribution>` per canonical paper.
 """
 
@@ -11,15 +12,11 @@ import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from enum import Enum
-from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import QueryStatus
 from lyra_crawl.paging.stop_rules import CUT_SHORT, StopReason
-from lyra_crawl.session.opening import engine_refusals
-from lyra_crawl.session.query import QuerySession
-
-if TYPE_CHECKING:
-    from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.running_query import RunningQuery
 
 logger = logging.getLogger(__name__)
 
@@ -27,18 +24,36 @@ logger = logging.getLogger(__name__)
 FAILED_QUERIES = "lyra/queries/failed"
 
 
-async def save_query_papers(crawl: CrawlSession, session: QuerySession) -> None:
+async def finish(crawl: CrawlSession, query: RunningQuery) -> None:
+    """Close a query nothing of which is left: finished, or interrupted when a backend failed
+    (left to `resume=true`)."""
+    failed = crawl.storage_failure is not None
+    await close_query(crawl, query, QueryStatus.INTERRUPTED if failed else QueryStatus.FINISHED)
+
+
+async def close_query(crawl: CrawlSession, query: RunningQuery, status: QueryStatus) -> None:
+    """Store what is left of the query, close it with `status`, and let the next one open."""
+    query.closing = True
+    try:
+        await crawl.store_completed_pages(query)
+        if not crawl.store_failed:
+            await _close_row(crawl, query, status)
+    finally:
+        await crawl.unregister(query)
+
+
+async def save_query_papers(crawl: CrawlSession, query: RunningQuery) -> None:
     """The query's papers merged and its items linked to them; once, when its pages are all
     stored (before its citation graph, which starts from them) or at its close."""
-    if session.papers_saved:
+    if query.papers_saved:
         return
-    session.papers_saved = True
+    query.papers_saved = True
     store = crawl.store
-    query_id = session.query_id
-    if session.cached_from is not None:
-        await store.copy_paper_links(session.cached_from, query_id)
-    elif len(session.papers):
-        merged = session.papers.merged()
+    query_id = query.query_id
+    if query.cached_from is not None:
+        await store.copy_paper_links(query.cached_from, query_id)
+    elif len(query.papers):
+        merged = query.papers.merged()
         counts = await store.save_papers(
             query_id,
             merged.papers,
@@ -51,16 +66,17 @@ async def save_query_papers(crawl: CrawlSession, session: QuerySession) -> None:
                 crawl.stats.inc_value(f"lyra/papers/{attribution}", count)
 
 
-async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryStatus) -> None:
+async def _close_row(crawl: CrawlSession, query: RunningQuery, status: QueryStatus) -> None:
+    """Its papers saved, its row finished, its cache entry and batch entry written."""
     store = crawl.store
-    query_id = session.query_id
-    for reason in session.stop_reasons.values():
+    query_id = query.query_id
+    for reason in query.stop_reasons.values():
         crawl.stats.inc_value(f"lyra/stop_reason/{reason}")
-    await save_query_papers(crawl, session)
-    held = await _held_back(crawl, session) if status is QueryStatus.FINISHED else None
+    await save_query_papers(crawl, query)
+    held = await _held_back(crawl, query) if status is QueryStatus.FINISHED else None
     if held is HeldBack.RESUMED:
         status = QueryStatus.INTERRUPTED
-    failure = _failure(crawl, session) if status is QueryStatus.FINISHED else None
+    failure = _failure(crawl, query) if status is QueryStatus.FINISHED else None
     # An interrupted or cancelled entry is taken again (by the batch's next run, or another
     # node's crawl), which resumes it; one held back ANEW is opened again as a new query.
     if failure is not None:
@@ -72,21 +88,21 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
     row = await store.finish_query(
         query_id,
         status=status.value,
-        stop_reasons=session.stop_reasons,
-        errors=session.errors,
+        stop_reasons=query.stop_reasons,
+        errors=query.errors,
         relevance_threshold=crawl.config.pagination.relevance_threshold,
         entry_state=entry_state,
         entry_detail=failure or "",
         entry_detached=held is HeldBack.ANEW,
     )
-    arguments = session.arguments
+    arguments = query.arguments
     complete = status is QueryStatus.FINISHED and not any(
-        StopReason(reason) in CUT_SHORT for reason in session.stop_reasons.values()
+        StopReason(reason) in CUT_SHORT for reason in query.stop_reasons.values()
     )
-    if complete and row.items and not session.cache_hit and arguments.cache != "off":
+    if complete and row.items and not query.cache_hit and arguments.cache != "off":
         now = datetime.now(UTC)
         await store.store_cache_entry(
-            session.cache_key,
+            query.cache_key,
             query_id,
             created_at=now,
             expires_at=now + timedelta(hours=crawl.config.cache_ttl_hours),
@@ -97,7 +113,7 @@ async def close_query(crawl: CrawlSession, session: QuerySession, status: QueryS
         status.value,
         row.pages_fetched,
         row.items,
-        session.stop_reasons,
+        query.stop_reasons,
     )
 
 
@@ -111,7 +127,7 @@ class HeldBack(Enum):
     ANEW = "anew"
 
 
-async def _held_back(crawl: CrawlSession, session: QuerySession) -> HeldBack | None:
+async def _held_back(crawl: CrawlSession, query: RunningQuery) -> HeldBack | None:
     """Whether a batch entry's query goes back to pending instead of finishing, and how: its
     engine refused its next page (breaker open on a block, quota, hours: opened or spent by
     other queries after this one started) and still refuses. The batch holds the entry back
@@ -119,22 +135,22 @@ async def _held_back(crawl: CrawlSession, session: QuerySession) -> HeldBack | N
     is held back by counts: a scholarly API's refusal ends its source. A breaker open on network
     failures refuses with `error` (not counted here): the engine is unreachable and the query
     fails, as it would alone."""
-    engine = session.sources[0]
-    if session.batch_entry_id is None or engine not in session.refused_engines:
+    engine = query.sources[0]
+    if query.batch_entry_id is None or engine not in query.refused_engines:
         return None
-    refusal = (await engine_refusals(crawl, [engine])).get(engine)
+    refusal = (await crawl.engine_refusals([engine])).get(engine)
     if refusal is None:
         return None
-    answered = any(session.pages_done.values()) or any(
-        start > session.first_page for start in session.start_pages.values()
+    answered = any(query.pages_done.values()) or any(
+        start > query.first_page for start in query.start_pages.values()
     )
     # The frontier chose the SERP engine (an entry on scholarly APIs alone has no choice).
-    chosen = session.engine == engine and session.arguments.engine is None
+    chosen = query.engine == engine and query.arguments.engine is None
     if chosen and not answered:
         logger.info(
             "query %d got no page: %s refuses requests now (%s); its batch entry goes back to"
             " pending, for another engine",
-            session.query_id,
+            query.query_id,
             engine,
             refusal.reason,
         )
@@ -142,7 +158,7 @@ async def _held_back(crawl: CrawlSession, session: QuerySession) -> HeldBack | N
     logger.info(
         "query %d goes back to its batch, pending: %s refuses requests now (%s); the batch"
         " resumes it after its last stored page once %s takes requests again",
-        session.query_id,
+        query.query_id,
         engine,
         refusal.reason,
         engine,
@@ -162,19 +178,19 @@ def _every_source_failed(stop_reasons: Mapping[str, str], errors: Mapping[str, s
     )
 
 
-def _failure(crawl: CrawlSession, session: QuerySession) -> str | None:
+def _failure(crawl: CrawlSession, query: RunningQuery) -> str | None:
     """Why a finished query failed, said once with the fix and counted (the crawl exits 1):
     it got no result (every result enters its papers, a resumed query's stored ones too) and
     every one of its sources stopped on an error."""
-    if len(session.papers):
+    if len(query.papers):
         return None
-    failure = _every_source_failed(session.stop_reasons, session.errors)
+    failure = _every_source_failed(query.stop_reasons, query.errors)
     if failure is not None:
         crawl.stats.inc_value(FAILED_QUERIES)
         logger.error(
             "query %d failed: %s; nothing was stored: check that the engines can be reached"
             " from here (network, proxy; LYRA_SIMULATOR_URL for the simulator) and run it again",
-            session.query_id,
+            query.query_id,
             failure,
         )
     return failure

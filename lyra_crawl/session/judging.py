@@ -21,8 +21,8 @@ from lyra_crawl.engines.base import Outcome, ParseResult
 from lyra_crawl.engines.blocks import detect_block, repeated_page
 from lyra_crawl.engines.parsing import parse_fetched
 from lyra_crawl.engines.routing import engine_url
-from lyra_crawl.session.query import QuerySession
 from lyra_crawl.session.request_state import RequestKind, RequestState
+from lyra_crawl.session.running_query import RunningQuery
 
 
 def response_engine_url(response: Response, state: RequestState, simulator_url: str | None) -> str:
@@ -34,23 +34,23 @@ def judge(
     spec: EngineSpec,
     response: Response,
     state: RequestState,
-    session: QuerySession,
+    query: RunningQuery,
     simulator_url: str | None,
 ) -> ParseResult:
-    return _after_parse(spec, state, session, _parse(spec, response, state, simulator_url))
+    return _after_parse(spec, state, query, _parse(spec, response, state, simulator_url))
 
 
 async def judge_on_thread(
     spec: EngineSpec,
     response: Response,
     state: RequestState,
-    session: QuerySession,
+    query: RunningQuery,
     simulator_url: str | None,
     parser_thread: Executor,
 ) -> ParseResult:
     loop = asyncio.get_running_loop()
     parsed = await loop.run_in_executor(parser_thread, _parse, spec, response, state, simulator_url)
-    return _after_parse(spec, state, session, parsed)
+    return _after_parse(spec, state, query, parsed)
 
 
 def _parse(
@@ -73,11 +73,11 @@ def _parse(
 
 
 def _after_parse(
-    spec: EngineSpec, state: RequestState, session: QuerySession, result: ParseResult
+    spec: EngineSpec, state: RequestState, query: RunningQuery, result: ParseResult
 ) -> ParseResult:
     """A page repeating the previous page of its source is a soft block."""
     if state.kind in (RequestKind.TOKEN_PAGE, RequestKind.CITATION) or result.follow_up:
         return result
-    result = repeated_page(session.previous_urls.get(spec.name), result)
-    session.previous_urls[spec.name] = tuple(found.url for found in result.results)
+    result = repeated_page(query.previous_urls.get(spec.name), result)
+    query.previous_urls[spec.name] = tuple(found.url for found in result.results)
     return result

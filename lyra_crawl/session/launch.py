@@ -3,8 +3,8 @@
 `-a query=…` opens one query. `-a batch=ID` takes the batch's entries from the store under a
 lease, in position order, and keeps at most `-a concurrency=N` of them running: the next entry
 opens when a running one closes, so a batch of any size holds only N queries in memory. An
-entry whose arguments no longer pass or whose query cannot start is marked failed and the rest
-go on.
+entry whose arguments no longer pass, or that an engine it goes to cannot take, is marked
+rejected, one whose query cannot start failed, each with why, and the rest go on.
 
 An entry whose engine (named in it, or its interrupted query's) refuses requests right now is
 not taken (lyra_crawl.politeness.refusals): the crawl runs the others meanwhile, and takes it
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING
 
 from lyra_crawl.backends.records import NO_ENGINE, BackendError, BatchEntry
 from lyra_crawl.politeness.refusals import ANY_ENGINE, EngineRefusal, every_engine_refusal
@@ -39,16 +38,15 @@ from lyra_crawl.query.arguments import (
     parse_crawl_arguments,
     usable_engines,
 )
+from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.opening import (
     NoEngineAvailable,
     OpenedQuery,
     QueryNotOpened,
-    engine_refusals,
+    QueryRejected,
     open_query,
 )
-
-if TYPE_CHECKING:
-    from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.settling import settle
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +73,7 @@ async def _launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[Opened
         opened = await _open(crawl, plan.arguments, None)
         if opened is not None:
             yield opened
-            await crawl.settle(opened.session)
+            await settle(crawl, opened.query)
         return
     if await crawl.store.batch(plan.batch_id) is None:
         logger.error(
@@ -114,7 +112,7 @@ async def _launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[Opened
             opened = await _open_entry(crawl, entry, plan.job_id)
             if opened is not None:
                 yield opened
-                await crawl.settle(opened.session)
+                await settle(crawl, opened.query)
 
 
 async def _put_back(crawl: CrawlSession, entries: list[BatchEntry]) -> None:
@@ -127,7 +125,7 @@ async def _refusals(crawl: CrawlSession) -> dict[str, EngineRefusal]:
     """The engines that refuse requests now by the crawl's rules, and NO_ENGINE when every
     engine the frontier may give an entry without one does: their entries are held back."""
     usable = usable_engines(crawl.config)
-    refused = await engine_refusals(crawl, usable)
+    refused = await crawl.engine_refusals(usable)
     every = every_engine_refusal(normal_engines(crawl.config, usable), refused)
     if every is not None:
         refused[NO_ENGINE] = every
@@ -192,7 +190,7 @@ async def _open_entry(
         arguments = parse_crawl_arguments(raw, crawl.config)
     except ArgumentError as exc:
         logger.error("batch entry %d: %s", entry.position, exc)
-        await crawl.store.finish_entry(entry.id, state="failed", query_id=None, detail=str(exc))
+        await crawl.store.finish_entry(entry.id, state="rejected", query_id=None, detail=str(exc))
         return None
     return await _open(crawl, arguments, entry)
 
@@ -215,9 +213,11 @@ async def _open(
 
 
 async def _not_opened(crawl: CrawlSession, exc: QueryNotOpened, entry: BatchEntry | None) -> None:
-    """A query that cannot start: said, and its entry failed with why."""
+    """A query that cannot start: said, and its entry rejected (an engine cannot take it) or
+    failed, with why."""
     logger.error("%s", exc)
     if entry is not None:
+        state = "rejected" if isinstance(exc, QueryRejected) else "failed"
         await crawl.store.finish_entry(
-            entry.id, state="failed", query_id=entry.query_id, detail=str(exc)
+            entry.id, state=state, query_id=entry.query_id, detail=str(exc)
         )

@@ -1,7 +1,7 @@
 """Open one query: its engine chosen, its row started (or an interrupted or cancelled one
 reopened), its cache consulted, and the first page of each source planned.
 
-The result is a QuerySession registered with the crawl, plus what the spider sends first:
+The result is a RunningQuery registered with the crawl, plus what the spider sends first:
 the page requests to make, or, for a query answered from the cache, the stored results to
 replay (no request at all).
 """
@@ -11,12 +11,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Any
 
 from lyra_crawl.backends.records import BatchEntry, QueryRecord, StoredQuery
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import PageRequest
-from lyra_crawl.engines.request import QueryError
 from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.relevance import RelevanceConfig
 from lyra_crawl.paging.source_paging import SourcePaging
@@ -28,18 +27,21 @@ from lyra_crawl.paging.stop_rules import (
     Strategy,
 )
 from lyra_crawl.papers.collector import paper_record
-from lyra_crawl.politeness.quota import utc_date
-from lyra_crawl.politeness.refusals import HOURS, EngineRefusal, engine_refusal
+from lyra_crawl.politeness.refusals import HOURS
 from lyra_crawl.politeness.selection import SelectionDecision, TaskShare, choose_engine
-from lyra_crawl.query.arguments import SERP_SOURCE, CrawlArguments, crawl_sources, usable_engines
+from lyra_crawl.query.arguments import (
+    SERP_SOURCE,
+    CrawlArguments,
+    crawl_sources,
+    query_misfits,
+    usable_engines,
+)
 from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
-from lyra_crawl.session.query import QuerySession
+from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.replay import replayed_pages
 from lyra_crawl.session.request_state import RequestKind
-
-if TYPE_CHECKING:
-    from lyra_crawl.session.crawl import CrawlSession
+from lyra_crawl.session.running_query import RunningQuery
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,10 @@ class QueryNotOpened(RuntimeError):
 
 class NoEngineAvailable(QueryNotOpened):
     """No engine the frontier may choose takes requests now."""
+
+
+class QueryRejected(QueryNotOpened):
+    """An engine the query goes to cannot take it (its length, region, …): it never starts."""
 
 
 @dataclass(frozen=True)
@@ -64,9 +70,12 @@ class PagePlan:
 
 @dataclass
 class OpenedQuery:
-    session: QuerySession
+    query: RunningQuery
     first_pages: list[PagePlan] = field(default_factory=list)
     replay: list[ResultItem] = field(default_factory=list)
+    # Sources of a resumed query whose every page is stored already: no request; the pagination
+    # middleware stops them (`stop_with_pages_stored`).
+    pages_stored: list[str] = field(default_factory=list)
 
 
 async def open_query(
@@ -76,7 +85,7 @@ async def open_query(
     normalized = normalize_query(arguments.query)
     resumed = await _resumable(crawl, arguments, normalized) if arguments.resume else None
     engine, selection = await _engine(crawl, arguments, resumed)
-    sources = crawl_sources(engine, arguments.sources)
+    sources = _taking(crawl, arguments, crawl_sources(engine, arguments.sources))
     start_pages: dict[str, int] = {}
     if resumed is not None:
         try:
@@ -89,7 +98,7 @@ async def open_query(
             logger.warning("batch entry %d: %s; crawling it as a new query", entry.position, exc)
             resumed = None
             engine, selection = await _engine(crawl, arguments, None)
-            sources = crawl_sources(engine, arguments.sources)
+            sources = _taking(crawl, arguments, crawl_sources(engine, arguments.sources))
     strategy = PaginationStrategy(
         PaginationConfig(
             serp_max_pages=arguments.serp_max_pages,
@@ -104,7 +113,7 @@ async def open_query(
         query_id = await crawl.store.start_query(record)
     else:
         query_id = resumed.id
-    session = QuerySession(
+    query = RunningQuery(
         arguments=arguments,
         query_id=query_id,
         engine=engine,
@@ -116,12 +125,12 @@ async def open_query(
         batch_entry_id=entry.id if entry else None,
     )
     if resumed is not None:
-        await _resume(crawl, session, resumed, start_pages)
-    cached = None if resumed else await _fresh_cache_entry(crawl, session)
-    crawl.register(session)
+        await _resume(crawl, query, resumed, start_pages)
+    cached = None if resumed else await _fresh_cache_entry(crawl, query)
+    crawl.register(query)
     if cached is not None:
-        return OpenedQuery(session, replay=await _replay(crawl, session, cached))
-    await _start_paging(crawl, session, normalized)
+        return OpenedQuery(query, replay=await _replay(crawl, query, cached))
+    await _start_paging(crawl, query, normalized)
     logger.info(
         "query %d: %r on %s, pages %d..%s",
         query_id,
@@ -130,10 +139,19 @@ async def open_query(
         arguments.serp_page,
         {
             source: strategy.last_page(arguments.serp_page, paging.page_cap)
-            for source, paging in session.paging.items()
+            for source, paging in query.paging.items()
         },
     )
-    return OpenedQuery(session, first_pages=_first_pages(crawl, session))
+    for source, why in arguments.sources_left_out.items():
+        logger.warning(
+            "query %d: %s left out of the default sources: %s (name sources to choose them)",
+            query_id,
+            source,
+            why,
+        )
+    pages_stored = [name for name in query.sources if _pages_stored(query, name)]
+    first_pages = _first_pages(crawl, query, pages_stored)
+    return OpenedQuery(query, first_pages=first_pages, pages_stored=pages_stored)
 
 
 def _query_record(
@@ -155,12 +173,31 @@ def _query_record(
         region=arguments.region,
         task_id=arguments.task_id,
         job_id=arguments.job_id,
-        selection=selection.as_dict() if selection else {"reason": "no SERP engine in sources"},
+        selection=_selection_dict(arguments, selection),
         batch_entry_id=entry.id if entry else None,
     )
 
 
+def _selection_dict(
+    arguments: CrawlArguments, selection: SelectionDecision | None
+) -> dict[str, Any]:
+    """How the query's engines were chosen, with the default sources it left out and why."""
+    chosen = selection.as_dict() if selection else {"reason": "no SERP engine in sources"}
+    if arguments.sources_left_out:
+        chosen["sources_left_out"] = dict(arguments.sources_left_out)
+    return chosen
+
+
 # -- engine choice ---------------------------------------------------------------------------
+
+
+def _taking(crawl: CrawlSession, arguments: CrawlArguments, sources: list[str]) -> list[str]:
+    """`sources`, once each is known to take the query, whoever picked it (named, resumed,
+    chosen by the frontier): QueryRejected, before any row or request, when one cannot."""
+    misfits = query_misfits(crawl.config, sources, arguments)
+    if misfits:
+        raise QueryRejected(next(iter(misfits.values())))
+    return sources
 
 
 async def _engine(
@@ -183,7 +220,8 @@ async def _engine(
             )
         else:
             usable = usable_engines(crawl.config)
-            available = await _available(crawl, usable)
+            unfit = query_misfits(crawl.config, usable, arguments)
+            available = await _available(crawl, [name for name in usable if name not in unfit])
             decision = choose_engine(
                 crawl.config,
                 usable=usable,
@@ -192,6 +230,7 @@ async def _engine(
                 now=datetime.now(UTC),
                 queued=crawl.queued_requests(),
                 task_share=await _task_share(crawl, arguments.task_id),
+                unfit=unfit,
             )
     logger.info("engine choice: %s", decision.as_dict())
     if decision.engine is None:
@@ -214,28 +253,8 @@ async def _available(crawl: CrawlSession, engines: list[str]) -> list[str]:
     """Those of `engines` not refused right now by their breaker or their daily quota, as the
     crawl enforces them (the choice weighs their allowed hours itself, and names them in its
     reason)."""
-    refused = await engine_refusals(crawl, engines)
+    refused = await crawl.engine_refusals(engines)
     return [name for name in engines if name not in refused or refused[name].kind == HOURS]
-
-
-async def engine_refusals(crawl: CrawlSession, engines: list[str]) -> dict[str, EngineRefusal]:
-    """Those of `engines` that refuse requests right now by a rule this crawl's middlewares
-    enforce (`CrawlSession.enforced_refusals`), each with its refusal: a batch holds their
-    entries back."""
-    states = await crawl.coordinator.engine_states(engines, utc_date())
-    now = datetime.now(UTC)
-    refusals = (
-        engine_refusal(
-            name,
-            crawl.config.policy(name),
-            state.health,
-            state.used_today,
-            now,
-            enforced=crawl.enforced_refusals,
-        )
-        for name, state in states.items()
-    )
-    return {refusal.engine: refusal for refusal in refusals if refusal is not None}
 
 
 # -- resume (-a resume=true) -----------------------------------------------------------------
@@ -293,67 +312,65 @@ def _finished_sources(resumed: StoredQuery) -> dict[str, str]:
 
 async def _resume(
     crawl: CrawlSession,
-    session: QuerySession,
+    query: RunningQuery,
     resumed: StoredQuery,
     start_pages: dict[str, int],
 ) -> None:
     """Each unfinished source from `start_pages`; the stored items join the dedupe and merge."""
     store = crawl.store
-    query_id = session.query_id
-    session.start_pages.update(start_pages)
-    session.stop_reasons.update(_finished_sources(resumed))
+    query_id = query.query_id
+    query.start_pages.update(start_pages)
+    query.stop_reasons.update(_finished_sources(resumed))
     await store.reopen_query(query_id)
     for item in await store.items(query_id):
-        session.dedupe.remember(item.normalized_url or "", item.doi, item.source, item.rank or 0)
-        session.papers.add(item.normalized_url or "", paper_record(item), earlier=True)
+        query.dedupe.remember(item.normalized_url or "", item.doi, item.source, item.rank or 0)
+        query.papers.add(item.normalized_url or "", paper_record(item), earlier=True)
     logger.info(
         "query %d resumed at pages %s (stopped before: %s)",
         query_id,
-        session.start_pages,
-        session.stop_reasons or "none",
+        query.start_pages,
+        query.stop_reasons or "none",
     )
 
 
 # -- cache -----------------------------------------------------------------------------------
 
 
-async def _fresh_cache_entry(crawl: CrawlSession, session: QuerySession) -> int | None:
-    if session.arguments.cache != "use":
+async def _fresh_cache_entry(crawl: CrawlSession, query: RunningQuery) -> int | None:
+    if query.arguments.cache != "use":
         return None
-    return await crawl.store.fresh_cache_entry(session.cache_key, datetime.now(UTC))
+    return await crawl.store.fresh_cache_entry(query.cache_key, datetime.now(UTC))
 
 
-async def _replay(crawl: CrawlSession, session: QuerySession, cached: int) -> list[ResultItem]:
+async def _replay(crawl: CrawlSession, query: RunningQuery, cached: int) -> list[ResultItem]:
     """The stored results of query `cached`, as this query's; its pages opened to receive them."""
-    logger.info(
-        "query %d: answered from cache (query %d), no request sent", session.query_id, cached
-    )
+    logger.info("query %d: answered from cache (query %d), no request sent", query.query_id, cached)
     store = crawl.store
-    session.cached_from = cached
-    await store.mark_cache_hit(session.query_id, cached)
+    query.cached_from = cached
+    await store.mark_cache_hit(query.query_id, cached)
     cached_row = await store.query(cached)
-    session.stop_reasons.update(cached_row.stop_reason if cached_row else {})
+    query.stop_reasons.update(cached_row.stop_reason if cached_row else {})
     crawl.stats.inc_value("lyra/cache/hit")
     replay: list[ResultItem] = []
-    for page, items in await replayed_pages(store, cached, session.query_id):
-        session.ledger.open_page(page, expected=len(items))
+    for page, items in await replayed_pages(store, cached, query.query_id):
+        query.ledger.open_page(page, expected=len(items))
         replay.extend(items)
     # Sources the cached crawl never reached say so, so the query can close.
-    for source in session.sources:
-        session.stop_reasons.setdefault(source, StopReason.MAX_PAGES.value)
+    for source in query.sources:
+        query.stop_reasons.setdefault(source, StopReason.MAX_PAGES.value)
     return replay
 
 
 # -- the first page of each source -----------------------------------------------------------
 
 
-async def _start_paging(crawl: CrawlSession, session: QuerySession, normalized: str) -> None:
-    arguments = session.arguments
+async def _start_paging(crawl: CrawlSession, query: RunningQuery, normalized: str) -> None:
+    arguments = query.arguments
     relevance = RelevanceConfig(threshold=crawl.config.pagination.relevance_threshold)
     seen_before: set[str] = set()
     if arguments.novelty_scope == "history":
-        seen_before = await crawl.store.earlier_urls(session.query_id)
-    for source in session.sources:
+        seen_before = await crawl.store.earlier_urls(query.query_id)
+    for source in query.sources:
         policy = crawl.config.policy(source)
         enabled = policy.pagination_enabled
         if not enabled and (arguments.serp_max_pages > 1 or arguments.strategy == "exhaustive"):
@@ -365,7 +382,7 @@ async def _start_paging(crawl: CrawlSession, session: QuerySession, normalized: 
                 arguments.serp_page,
                 arguments.serp_max_pages,
             )
-        session.paging[source] = SourcePaging.start(
+        query.paging[source] = SourcePaging.start(
             arguments.query,
             relevance,
             first_page=arguments.serp_page,
@@ -375,36 +392,36 @@ async def _start_paging(crawl: CrawlSession, session: QuerySession, normalized: 
         )
 
 
-def _first_pages(crawl: CrawlSession, session: QuerySession) -> list[PagePlan]:
+def _first_pages(
+    crawl: CrawlSession, query: RunningQuery, pages_stored: list[str]
+) -> list[PagePlan]:
     plans = []
-    for source in session.sources:
-        plan = _first_page(crawl, session, crawl.config.engine(source))
+    for source in query.sources:
+        if source in pages_stored:
+            continue
+        plan = _first_page(crawl, query, crawl.config.engine(source))
         if plan is not None:
             plans.append(plan)
     return plans
 
 
-def _first_page(crawl: CrawlSession, session: QuerySession, spec: EngineSpec) -> PagePlan | None:
-    """Page `serp_page` of one source, or its token page first; None when it cannot start
-    or has stopped already (a resumed query's finished source)."""
-    if spec.name in session.stop_reasons:
+def _pages_stored(query: RunningQuery, source: str) -> bool:
+    """Whether a resumed query's unfinished source has its every page stored already."""
+    if source in query.stop_reasons:
+        return False
+    first = query.first_page
+    last = query.pagination.last_page(first, query.paging[source].page_cap)
+    return query.start_pages.get(source, first) > last
+
+
+def _first_page(crawl: CrawlSession, query: RunningQuery, spec: EngineSpec) -> PagePlan | None:
+    """Page `serp_page` of one source, or its token page first; None when it has stopped
+    already (a resumed query's finished source)."""
+    if spec.name in query.stop_reasons:
         return None
-    first = session.first_page
-    if spec.next_page == "form" and first > 1:
-        logger.error("engine %s hands a token from page to page: start at serp_page=1", spec.name)
-        session.stop(spec.name, StopReason.ERROR, "serp_page > 1 on a token engine")
-        return None
+    first = query.first_page
     if spec.token_page:
         return PagePlan(spec, PageRequest(url=spec.token_page), first, RequestKind.TOKEN_PAGE)
-    start = session.start_pages.get(spec.name, first)
-    last = session.pagination.last_page(first, session.paging[spec.name].page_cap)
-    if start > last:
-        session.stop(spec.name, StopReason.MAX_PAGES, f"pages {first}..{last} already stored")
-        return None
-    try:
-        page = crawl.page_request(session, spec, start)
-    except QueryError as exc:
-        logger.error("%s", exc)
-        session.stop(spec.name, StopReason.MAX_PAGES, str(exc))
-        return None
-    return PagePlan(spec, page, start)
+    start = query.start_pages.get(spec.name, first)
+    # The query was checked against the engine before it opened (_taking): this builds.
+    return PagePlan(spec, crawl.page_request(query, spec, start), start)

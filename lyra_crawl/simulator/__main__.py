@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from lyra_crawl.simulator.corpus import CorpusShape
 from lyra_crawl.simulator.engines import ENGINE_NAMES
@@ -45,6 +46,21 @@ def _html_engine_page(value: str) -> tuple[str, ...]:
     return engine, page
 
 
+def _engine_file(value: str) -> tuple[str, bytes]:
+    """ENGINE=FILE: the engine and the bytes of the file, read now (a missing file stops here)."""
+    engine, _, path = value.partition("=")
+    if engine not in ENGINE_NAMES or not path:
+        raise argparse.ArgumentTypeError(
+            f"expected ENGINE=FILE with ENGINE one of {', '.join(ENGINE_NAMES)} (got {value!r})"
+        )
+    try:
+        return engine, Path(path).read_bytes()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(
+            f"cannot read {path!r} ({exc.strerror}): give a saved page"
+        ) from None
+
+
 def _share(value: str) -> float:
     number = float(value)
     if not 0.0 <= number <= 1.0:
@@ -72,6 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--request-log", help="append one JSON line per request to this file")
     _engine_fault(parser, "--captcha-at", "answer that page with a CAPTCHA page")
+    parser.add_argument(
+        "--challenge-page",
+        action="append",
+        default=[],
+        type=_engine_file,
+        metavar="ENGINE=FILE",
+        help="answer the engine's --captcha-at pages with FILE as it is, with HTTP 200: a "
+        "challenge page captured from the real engine (Brave serves its proof-of-work page so)",
+    )
     _engine_fault(
         parser,
         "--status-at",
@@ -166,6 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     faults = Faults(
         captcha_at={(e, int(p)) for e, p in args.captcha_at},
+        challenge_pages=dict(args.challenge_page),
         status_at={(e, int(p)): int(c) for e, p, c in args.status_at},
         drop_at={(e, int(p)) for e, p in args.drop_at},
         slow_at={(e, int(p)): int(ms) for e, p, ms in args.slow_at},

@@ -1,12 +1,15 @@
 """The simulator's HTTP server: `/<engine>/<engine's own path>?<engine's own parameters>`.
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
-injected per engine and page: CAPTCHA pages, HTTP status codes (429 with Retry-After), dropped
+injected per engine and page: CAPTCHA pages (the engine's template, or a captured real challenge
+page served as it is), HTTP status codes (429 with Retry-After), dropped
 connections, slow answers, the engine's no-results page after a given page, results in a layout
 no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that are not
 result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
 on, the citation graph, landing pages, the publishers' robots.txt at `/robots.txt`) are answered
 before any fault, unless the engine's are all to answer with an HTTP status (`other_status`).
+`/llm/v1/chat/completions` is an OpenAI-compatible chat endpoint rating passages, its faults
+asked for by the model name (lyra_crawl.simulator.llm).
 Every query a result page is asked for joins the PaperIndex, so its papers can then be looked
 up by id.
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import parse_qsl, urlsplit
 
+from lyra_crawl.simulator import llm
 from lyra_crawl.simulator.corpus import CorpusShape, page_results, shape_for_query
 from lyra_crawl.simulator.engines import SimEngine, SimPage, build_engines
 from lyra_crawl.simulator.engines.landing import PUBLISHERS_ROBOTS_TXT
@@ -35,6 +39,8 @@ LOGGED_HEADERS = ("x-api-key",)
 @dataclass
 class Faults:
     captcha_at: set[PageKey] = field(default_factory=set)
+    # Engines whose CAPTCHA pages are a captured real challenge page: its bytes, served as 200.
+    challenge_pages: dict[str, bytes] = field(default_factory=dict)
     status_at: dict[PageKey, int] = field(default_factory=dict)
     drop_at: set[PageKey] = field(default_factory=set)
     slow_at: dict[PageKey, int] = field(default_factory=dict)
@@ -99,7 +105,13 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
-            form = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
+            body = self.rfile.read(length) if length else b""
+            engine_name, _, rest = urlsplit(self.path).path.lstrip("/").partition("/")
+            if engine_name == llm.PREFIX:
+                state.record({"time": time.time(), "engine": llm.PREFIX, "path": "/" + rest})
+                self._send(llm.chat_answer("/" + rest, body))
+                return
+            form = body.decode("utf-8", errors="replace")
             self._serve(dict(parse_qsl(form, keep_blank_values=True)))
 
         def _serve(self, form: dict[str, str]) -> None:
@@ -154,7 +166,13 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             query = engine.query(params)
             state.papers.remember(query)
             if key in faults.captcha_at:
-                self._send(engine.captcha_page(query), engine_name)
+                captured = faults.challenge_pages.get(engine_name)
+                page = (
+                    engine.captcha_page(query)
+                    if captured is None
+                    else SimPage(200, captured, "text/html")
+                )
+                self._send(page, engine_name)
                 return
             if key in faults.status_at:
                 self._send(self._status_page(faults.status_at[key]))
@@ -190,7 +208,7 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             return SimPage(status, f"HTTP {status}", "text/plain", headers)
 
         def _send(self, page: SimPage, engine_name: str = "") -> None:
-            body = page.body.encode("utf-8")
+            body = page.body if isinstance(page.body, bytes) else page.body.encode("utf-8")
             self.send_response(page.status)
             self.send_header("Content-Type", page.content_type)
             self.send_header("Content-Length", str(len(body)))

@@ -39,13 +39,12 @@ from lyra_crawl.engines.request import (
 )
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.items import ResultItem
-from lyra_crawl.middlewares.pagination import stop_after_failure
+from lyra_crawl.middlewares.pagination import stop_after_failure, stop_with_pages_stored
 from lyra_crawl.query.arguments import LaunchPlan, SingleQuery, parse_launch
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.judging import judge, response_engine_url
 from lyra_crawl.session.launch import launch
 from lyra_crawl.session.page_outcome import PageOutcome
-from lyra_crawl.session.query import QuerySession
 from lyra_crawl.session.request_state import (
     HANDLED_STATUSES,
     META_KEY,
@@ -53,6 +52,7 @@ from lyra_crawl.session.request_state import (
     RequestState,
     request_state,
 )
+from lyra_crawl.session.running_query import RunningQuery
 
 
 class SerpSpider(scrapy.Spider):
@@ -102,10 +102,10 @@ class SerpSpider(scrapy.Spider):
         async for opened in launch(self.session, self.plan):
             for item in opened.replay:
                 yield item
+            for source in opened.pages_stored:
+                stop_with_pages_stored(opened.query, source)
             for plan in opened.first_pages:
-                yield self._request(
-                    opened.session, plan.spec, plan.page, plan.page_number, plan.kind
-                )
+                yield self._request(opened.query, plan.spec, plan.page, plan.page_number, plan.kind)
 
     def parse(self, response: Response) -> list[Any]:
         """One page's items, its PageOutcome and the proposed next-page request.
@@ -114,15 +114,15 @@ class SerpSpider(scrapy.Spider):
         `return value` on each call, which costs more than the whole page's parsing.
         """
         state = request_state(response.meta)
-        session = self.session.query(state.query_id) if state else None
-        if state is None or session is None:
+        query = self.session.query(state.query_id) if state else None
+        if state is None or query is None:
             return []  # its query has closed (the crawl is stopping)
         spec = self.session.config.engine(state.engine)
         result = state.take_verdict() or judge(
-            spec, response, state, session, self.session.simulator_url
+            spec, response, state, query, self.session.simulator_url
         )
         outcome = PageOutcome(
-            query_id=session.query_id,
+            query_id=query.query_id,
             source=spec.name,
             page_number=state.page_number,
             outcome=result.outcome,
@@ -135,18 +135,16 @@ class SerpSpider(scrapy.Spider):
             dropped=result.dropped,
         )
         if state.kind is RequestKind.TOKEN_PAGE:
-            return self._after_token_page(session, spec, result, outcome)
+            return self._after_token_page(query, spec, result, outcome)
         if result.follow_up is not None:
             # The page is complete only with the follow-up's answer, parsed here in turn.
             follow_up = with_credentials(spec, result.follow_up, self.session.secrets)
-            return [
-                self._request(session, spec, follow_up, state.page_number, RequestKind.FOLLOW_UP)
-            ]
+            return [self._request(query, spec, follow_up, state.page_number, RequestKind.FOLLOW_UP)]
         kind = "api" if spec.scholarly else "serp"
         outputs: list[Any] = [
             ResultItem.place(
                 found,
-                query_id=session.query_id,
+                query_id=query.query_id,
                 source=spec.name,
                 kind=kind,
                 page_number=state.page_number,
@@ -154,7 +152,7 @@ class SerpSpider(scrapy.Spider):
             )
             for position, found in enumerate(result.results, start=1)
         ]
-        following = self._next_page(session, spec, result, state.page_number)
+        following = self._next_page(query, spec, result, state.page_number)
         if isinstance(following, str):
             outcome = replace(outcome, no_next_page=following)
         outputs.append(outcome)
@@ -166,24 +164,24 @@ class SerpSpider(scrapy.Spider):
         """A request that got no response: refused by a politeness rule, or a network error."""
         request = failure.request  # type: ignore[attr-defined]
         state = request_state(request.meta)
-        session = self.session.query(state.query_id) if state else None
-        if state is not None and session is not None:
-            stop_after_failure(self.session, session, state, failure)
+        query = self.session.query(state.query_id) if state else None
+        if state is not None and query is not None:
+            stop_after_failure(self.session, query, state, failure)
 
     # -- requests ------------------------------------------------------------------------
 
     def _after_token_page(
-        self, session: QuerySession, spec: EngineSpec, result: ParseResult, outcome: PageOutcome
+        self, query: RunningQuery, spec: EngineSpec, result: ParseResult, outcome: PageOutcome
     ) -> list[Any]:
         """The token page's outcome, and page `serp_page` requested with its fields."""
         if result.outcome is not Outcome.OK:
             return [outcome]
-        first = session.first_page
-        page = self.session.page_request(session, spec, first, dict(result.tokens))
-        return [outcome, self._request(session, spec, page, first, RequestKind.PAGE)]
+        first = query.first_page
+        page = self.session.page_request(query, spec, first, dict(result.tokens))
+        return [outcome, self._request(query, spec, page, first, RequestKind.PAGE)]
 
     def _next_page(
-        self, session: QuerySession, spec: EngineSpec, result: ParseResult, page_number: int
+        self, query: RunningQuery, spec: EngineSpec, result: ParseResult, page_number: int
     ) -> Request | str | None:
         """The request for the following page if the engine can give one, or why it cannot."""
         if result.outcome is not Outcome.OK or page_number >= spec.max_pages:
@@ -192,15 +190,15 @@ class SerpSpider(scrapy.Spider):
         if spec.next_page == "form":
             if result.next_request is None:
                 return f"page {page_number} has no next-page form"
-            page = with_query(spec, result.next_request, session.arguments.query)
+            page = with_query(spec, result.next_request, query.arguments.query)
         else:
-            page = self.session.page_request(session, spec, following)
-        ensure_engine_host(spec, page.url, session.arguments.region)
-        return self._request(session, spec, page, following, RequestKind.PAGE)
+            page = self.session.page_request(query, spec, following)
+        ensure_engine_host(spec, page.url, query.arguments.region)
+        return self._request(query, spec, page, following, RequestKind.PAGE)
 
     def _request(
         self,
-        session: QuerySession,
+        query: RunningQuery,
         spec: EngineSpec,
         page: PageRequest,
         page_number: int,
@@ -208,7 +206,7 @@ class SerpSpider(scrapy.Spider):
     ) -> Request:
         url = route_to_simulator(page.url, spec.name, self.session.simulator_url)
         meta: dict[str, Any] = {
-            META_KEY: RequestState(session.query_id, spec.name, page_number, page.url, kind),
+            META_KEY: RequestState(query.query_id, spec.name, page_number, page.url, kind),
             "download_slot": spec.name,
             "handle_httpstatus_list": HANDLED_STATUSES,
         }

@@ -108,8 +108,8 @@ def test_a_database_from_an_older_version_gains_the_new_columns(tmp_path):
         await store.finish_query(
             query_id,
             status="finished",
-            stop_reasons={},
-            errors={"x": "y"},
+            stop_reasons={"mojeek": "error"},
+            errors={"mojeek": "y"},
             relevance_threshold=None,
         )
         return await store.query(1)

@@ -23,6 +23,7 @@ import psycopg
 import pytest
 
 from lyra_crawl.backends import Backends, sqlite_path, sqlite_url, with_backends
+from lyra_crawl.backends.invariants import UntruthfulRecord
 from lyra_crawl.backends.records import (
     NO_ENGINE,
     CitationFetch,
@@ -316,6 +317,61 @@ def test_a_finished_query_gives_its_batch_entry_a_state_and_why_in_one_step(stor
 
     assert (entry.state, entry.query_id) == ("failed", query_id)
     assert entry.detail == "every source failed (mojeek: Connection refused)"
+
+
+def test_a_query_end_or_entry_state_that_would_lie_is_refused_and_not_written(store):
+    async def work(backends):
+        store_ = backends.store
+        batch, entry = await one_entry_taken(store_, lease_s=60)
+        query_id = await store_.start_query(
+            record(batch_entry_id=entry.id, sources="serp,openalex")
+        )
+        await store_.store_page(
+            PageRecord(query_id, "mojeek", 1, "ok", 1), [item(query_id, 1, "https://a.example/")]
+        )
+
+        async def finish(status: str, **stop_reasons: str):
+            return await store_.finish_query(
+                query_id,
+                status=status,
+                stop_reasons=stop_reasons,
+                errors={},
+                relevance_threshold=None,
+                entry_state="done",
+            )
+
+        lies = []
+        for status, stop_reasons in [
+            ("finished", {"mojeek": "max_pages", "openalex": "max_pages"}),
+            ("cancelled", {"mojeek": "novelty", "openalex": "empty_page"}),
+            ("finished", {"mojeek": "max_pages"}),
+            ("finished", {"mojeek": "max_pages", "openalex": "cancelled"}),
+            ("finished", {"mojeek": "done", "openalex": "error"}),
+            ("over", {"mojeek": "max_pages", "openalex": "error"}),
+        ]:
+            with pytest.raises(UntruthfulRecord) as caught:
+                await finish(status, **stop_reasons)
+            lies.append(str(caught.value))
+        with pytest.raises(UntruthfulRecord) as caught:
+            await store_.finish_entry(entry.id, state="failed", query_id=None)
+        lies.append(str(caught.value))
+        unwritten = (await store_.query(query_id), await store_.batch_entries(batch.id))
+        truth = await finish("finished", mojeek="max_pages", openalex="error")
+        return lies, unwritten, truth, await store_.batch_entries(batch.id)
+
+    lies, (row, (entry,)), truth, (done,) = store.run(work)
+
+    assert lies == [
+        f"query {row.id}: openalex stopped for max_pages but no page of it is stored",
+        f"query {row.id}: openalex stopped for empty_page but no page of it is stored",
+        f"query {row.id}: it is finished but openalex never stopped",
+        f"query {row.id}: it is finished but openalex was cancelled",
+        f"query {row.id}: mojeek stopped for 'done', which is no stop reason",
+        f"query {row.id}: status 'over' is none of cancelled, finished, interrupted, running",
+        "an entry failed must say why",
+    ]
+    assert (row.status, row.stop_reason, entry.state) == ("running", {}, "running")
+    assert (truth.status, truth.pages_fetched, done.state) == ("finished", 1, "done")
 
 
 def test_each_crawl_s_rate_waits_are_kept_at_their_last_total_and_summed_per_engine(store):

@@ -155,8 +155,10 @@ def crawl_mojeek(simulator, db_path, query: str, *extra: str) -> subprocess.Comp
         ("", "query is required and must not be blank"),
         (" \t\n ", "query is required and must not be blank"),
         ("x" * 10_000, "query is 10000 characters, engine 'mojeek' takes at most 500"),
+        # A byte that is not UTF-8 reaches Python's argv as a lone surrogate.
+        ("caf\udce9", "query is not UTF-8 text (got 'caf\\udce9'): fix its encoding"),
     ],
-    ids=["empty", "whitespace", "10000_chars"],
+    ids=["empty", "whitespace", "10000_chars", "not_utf8"],
 )
 def test_a_refused_query_is_one_clear_error_and_no_request(simulator, db_path, query, message):
     result = crawl_mojeek(simulator, db_path, query)

@@ -223,3 +223,29 @@ def test_a_crawl_sent_sigterm_ends_cancelled_keeps_its_pages_and_resumes(start_s
     assert [row[0] for row in pages] == list(range(1, PAGES + 1))
     # openalex had stopped for good: the resumed crawl asks it nothing.
     assert len(simulator.requests("openalex")) == openalex_asked
+
+
+@pytest.mark.e2e
+def test_a_resumed_source_with_every_page_stored_stops_at_max_pages_with_no_request(
+    start_simulator, db_path
+):
+    simulator = start_simulator()
+    env = scrapy_env(simulator, db_path)
+    args = crawl_args("-a", "engine=mojeek")
+    assert run_scrapy(*args, env=env).returncode == 0
+    # What a crawl killed after storing its last page, before recording why its source
+    # stopped, leaves behind (its row marked interrupted by the next start).
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE queries SET status = 'interrupted', stop_reason = '{}'")
+    asked = len(simulator.requests())
+
+    result = run_scrapy(*args, "-a", "resume=true", env=env)
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
+    assert f"mojeek stops: max_pages (pages 1..{PAGES} already stored)" in result.stderr
+    assert len(simulator.requests()) == asked
+    (query,) = query_db(db_path, "SELECT status, stop_reason FROM queries")
+    assert query["status"] == "finished"
+    assert json.loads(query["stop_reason"]) == {"mojeek": "max_pages"}
+    assert_whole_pages(db_path)

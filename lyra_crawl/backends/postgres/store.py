@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from lyra_crawl.backends import citation_saving, rows
+from lyra_crawl.backends.invariants import check_entry_state, check_query_end
 from lyra_crawl.backends.paper_saving import (
     LINKS_BY_URL,
     NEXT_GENERATION,
@@ -241,6 +242,8 @@ class PostgresStore:
             )
             finished = rows.stored_query(row)
             assert finished is not None
+            pages = await _fetch(conn, rows.postgres(rows.PAGES_BY_SOURCE), (query_id,))
+            check_query_end(finished, dict(pages))
             if entry_state is not None and finished.batch_entry_id is not None:
                 await _set_entry_state(
                     conn,
@@ -921,6 +924,7 @@ async def _set_entry_state(
     detached: bool = False,
 ) -> None:
     """An entry's new state; `detached`: without its query and the engine chosen for it."""
+    check_entry_state(state, detail)
     await conn.execute(
         "UPDATE batch_entries SET state = %(state)s,"
         " query_id = CASE WHEN %(detached)s THEN NULL ELSE COALESCE(%(query)s, query_id) END,"

@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from lyra_crawl.backends import citation_saving, rows
+from lyra_crawl.backends.invariants import check_entry_state, check_query_end
 from lyra_crawl.backends.paper_saving import (
     LINKS_BY_URL,
     NEXT_GENERATION,
@@ -198,6 +199,7 @@ class SqliteStore(SqliteBackend):
             row = conn.execute("SELECT * FROM queries WHERE id = ?", (query_id,)).fetchone()
             finished = rows.stored_query(row)
             assert finished is not None
+            check_query_end(finished, dict(conn.execute(rows.PAGES_BY_SOURCE, (query_id,))))
             if entry_state is not None and finished.batch_entry_id is not None:
                 _set_entry_state(
                     conn,
@@ -892,6 +894,7 @@ def _set_entry_state(
     detached: bool = False,
 ) -> None:
     """An entry's new state; `detached`: without its query and the engine chosen for it."""
+    check_entry_state(state, detail)
     finished_at = None if state in ("pending", "running") else utc_now()
     conn.execute(
         "UPDATE batch_entries SET state = ?,"

@@ -13,7 +13,8 @@ from lyra_crawl.simulator.layouts import changed_document, result_xpaths
 @dataclass(frozen=True)
 class SimPage:
     status: int
-    body: str
+    # Text is sent as UTF-8; bytes (a captured real page) as they are, in the charset they say.
+    body: str | bytes
     content_type: str = "text/html; charset=utf-8"
     # A Location starting with "/" is the engine's own path; the server adds the engine prefix.
     headers: tuple[tuple[str, str], ...] = ()

@@ -86,14 +86,14 @@ def s2_graph_page(engine: S2Records, path: str, params: dict[str, str]) -> SimPa
     offset = int_param(params, "offset") or 0
     if relation == "references":
         ends = [(cited_as(key), key) for key in references(found.key)]
-        side = "citedPaper"
+        other_end = "citedPaper"
     else:
         ends = [(Found(key), key) for key in citations(found.key)]
-        side = "citingPaper"
+        other_end = "citingPaper"
     entries = [
         {
             **{name: value for name, value in S2_EDGE_FIELDS.items() if name in fields},
-            side: _s2_end(engine, end, key, fields),
+            other_end: _s2_end(engine, end, key, fields),
         }
         for end, key in ends[offset : offset + limit]
     ]

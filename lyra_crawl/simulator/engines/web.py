@@ -21,6 +21,10 @@ def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
 
 
+# Where the simulator's "People also ask" answers lead: never a result of the corpus.
+PAA_ANSWER_URL = "https://answers.example.org/paa"
+
+
 class Google(OffsetPaged):
     """www.google.com/search: `start` = (N-1)*10, absent on page 1.
 
@@ -58,17 +62,29 @@ class Google(OffsetPaged):
 
     def _main(self, query: str, page_number: int, results: list[SimResult]) -> str:
         """The page's main column: results (or the no-results card), the ad and the pager."""
-        rows = "".join(
+        rows = [
             f'<div class="MjjYud"><div class="g tF2Cxc" data-hveid="CA{i}"><div class="yuRUbf">'
             f'<a href="{escape(r.url)}"><h3 class="LC20lb">{escape(r.title)}</h3>'
             f"<cite>{escape(_host(r.url))}</cite></a></div>"
             f'<div class="VwiC3b">{escape(r.snippet)}</div></div></div>'
             for i, r in enumerate(results)
-        )
+        ]
         ad = (
             '<div id="tvcap"><div id="tads"><div class="uEierd">'
             '<a href="https://www.googleadservices.com/pagead/aclk?sa=sim">'
             "<h3>Sponsored: best deals</h3></a></div></div></div>"
+        )
+        # "People also ask" among the results, its first answer expanded: a title link like a
+        # result's, inside #rso, after the question's toggle (as on the real pages, 2019-2026).
+        question = f"What is {escape(query)}?"
+        asked = (
+            '<div class="MjjYud"><div class="cUnQKe"><div class="eJH8qe"><div class="T6zPgb">'
+            '<div role="heading" aria-level="2">People also ask</div></div></div>'
+            f'<div jsname="N760b"><div class="related-question-pair" data-q="{question}">'
+            f'<div><div role="button" aria-expanded="true">{question}</div></div>'
+            '<div><div class="g"><div class="yuRUbf">'
+            f'<a href="{PAA_ANSWER_URL}?q={quote(query)}"><h3>{question} An answer</h3></a>'
+            "</div></div></div></div></div></div></div>"
         )
         following = urlencode({"q": query, "start": page_number * self.step})
         pager = (
@@ -82,7 +98,8 @@ class Google(OffsetPaged):
         )
         return (
             f'<div id="main"><div id="center_col">{ad if results else nothing}<div id="search">'
-            f'<div id="rso">{rows}</div></div>{pager if results else ""}</div></div>'
+            f'<div id="rso">{"".join([*rows[:3], asked, *rows[3:]]) if rows else ""}</div>'
+            f"</div>{pager if results else ''}</div></div>"
         )
 
     def _page(self, query: str, main: str) -> SimPage:

@@ -1,9 +1,9 @@
-"""QuerySession: everything one query's crawl knows, from its start to its close. Pure.
+"""RunningQuery: everything one query's crawl knows, from its start to its close. Pure.
 
 A crawl holds one per running query (one for `-a query=`, up to `concurrency` for a batch),
 keyed by query id in the CrawlSession's registry. The spider, middlewares and pipelines find
-the session of a request or item by its query id and keep the query's state here, never on
-themselves or on the spider.
+the running query of a request or item by its query id and keep the query's state here, never
+on themselves or on the spider.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class CompletedPage:
 
 
 @dataclass
-class QuerySession:
+class RunningQuery:
     arguments: CrawlArguments
     query_id: int
     # The query's SERP engine; None when its sources are scholarly APIs only.
@@ -63,7 +63,7 @@ class QuerySession:
     closing: bool = False
 
     def __post_init__(self) -> None:
-        # The ledger's flush holds the list, not the session: with no reference cycle through
+        # The ledger's flush holds the list, not the query: with no reference cycle through
         # it, a closed query's whole state (its papers, seen URLs, pages) is freed as soon as the
         # crawl drops it, not by the cyclic collector's next full scan.
         completed: list[CompletedPage] = []
