@@ -40,6 +40,7 @@ from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_la
 
 from lyra_crawl.backends.records import FoundPaper, StoredPaper
 from lyra_crawl.papers.facets import PaperFacets
+from lyra_crawl.reports.paper_export import records
 from lyra_crawl.reports.paper_export.names import AuthorName, author_name
 from lyra_crawl.reports.paper_export.records import exported
 from lyra_crawl.reports.paper_export.streaming import WRITERS
@@ -499,6 +500,11 @@ def test_a_pubmed_name_splits_as_bibtex_splits_family_comma_initials(
         suffix=" ".join(parts.jr),
         particle=" ".join(parts.von),
     )
+
+
+@given(st.text(alphabet=" \t\n\r\x0b\x0c\x1c\x85\xa0\u2000\u2028\u3000a-"))
+def test_one_line_makes_every_run_of_whitespace_one_space(text: str) -> None:
+    assert records.one_line(text) == " ".join(text.split())
 
 
 def test_facets_keep_the_papers_in_the_year_range_of_the_named_sources_and_kinds() -> None:

@@ -100,6 +100,12 @@ def clean_or_none(text: str | None) -> str | None:
 
 def one_line(text: str) -> str:
     """`text` on one line: every run of whitespace (line breaks too) one space."""
+    if text.isprintable():
+        # Its only whitespace is the space (every other kind is unprintable): runs of spaces
+        # folded in place, without a string a word as split() makes.
+        while "  " in text:
+            text = text.replace("  ", " ")
+        return text.strip(" ")
     return " ".join(text.split())
 
 
