@@ -66,7 +66,7 @@ class BibtexWriter(PaperWriter):
 def entry(paper: ExportedPaper) -> Entry:
     fields = {
         "title": latex(paper.title),
-        "author": " and ".join(map(_author, paper.authors)),
+        "author": _authors(paper.authors),
         "year": paper.year and str(paper.year),
         "journal": paper.venue and latex(paper.venue),
         "doi": paper.doi and verbatim(paper.doi),
@@ -118,13 +118,24 @@ def verbatim(text: str) -> str:
     return text.translate(_VERBATIM) if _holds_any(text, _NOT_VERBATIM) else text
 
 
+def _authors(names: Sequence[AuthorName]) -> str:
+    # One pass over every name when none is literal: " and " and ", " between names and their
+    # parts are nothing LaTeX escapes or joins.
+    if any(name.literal for name in names):
+        return " and ".join(map(_author, names))
+    return latex(" and ".join(map(_von_last_jr_first, names)))
+
+
 def _author(name: AuthorName) -> str:
     if name.literal:
         return "{" + latex(name.literal) + "}"
+    return latex(_von_last_jr_first(name))
+
+
+def _von_last_jr_first(name: AuthorName) -> str:
     parts = (
         (name.family_name, name.suffix, name.given)
         if name.suffix
         else (name.family_name, name.given)
     )
-    # One pass over the name: ", " between its parts is nothing LaTeX escapes or joins.
-    return latex(", ".join(filter(None, parts)))
+    return ", ".join(filter(None, parts))
