@@ -76,7 +76,7 @@ def exported(found: FoundPaper) -> ExportedPaper:
             next((paper.fetch_urls[k] for k in URL_KINDS if k in paper.fetch_urls), None)
         ),
         abstract=clean_or_none(paper.abstract),
-        keywords=tuple(clean(query) for query in found.queries),
+        keywords=tuple(map(clean, found.queries)),
         sources=paper.sources,
         attribution=paper.attribution,
         evidence=paper.evidence,
