@@ -1,4 +1,5 @@
-# lyra_crawl: `make demo` runs a real crawl on the bundled simulator; `make test` runs the suite.
+# lyra_crawl: `make demo` runs a real crawl on the bundled simulator; `make test` runs the suite,
+# `make check` its fast tier.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= $(or $(LYRA_CHROMIUM_PATH),/usr/bin/chromium)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
 
-.PHONY: install chromium servers demo test lint audit bench clean
+.PHONY: install chromium servers demo test check lint audit bench clean
 
 install: $(STAMP)
 
@@ -43,8 +44,17 @@ servers:
 demo: install
 	$(BIN)/python -m lyra_crawl.demo
 
+# The whole suite in parallel workers (one per core; TEST_WORKERS=0 runs it in this process).
+# A module's tests that share a module fixture go to one worker (loadgroup); the longest start
+# first (tests/conftest.py).
+TEST_WORKERS ?= auto
 test: install chromium servers
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+
+# The fast tier, for the edit-test loop: no server, no browser, no process of its own.
+FAST_TIER := not (server or browser or subprocess)
+check: install
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "$(FAST_TIER)"
 
 # The code map (ARCHITECTURE.md's "may import" table) is .importlinter's contracts; `make test`
 # runs them too (tests/test_import_map.py), since CI runs `make test` alone.

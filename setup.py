@@ -1,8 +1,8 @@
 """Packaging for Scrapyd eggs (`scrapyd-deploy`) and plain installs.
 
 The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, and the
-backends' SQL (schemas, PostgreSQL's upgrades) as package data, so an egg finds them with
-importlib.resources.
+backends' SQL (schemas, PostgreSQL's upgrades) and the HTML reports' templates as package data,
+so an egg finds them with importlib.resources (Jinja2's PackageLoader reads zipped eggs too).
 """
 
 from setuptools import find_packages, setup
@@ -17,6 +17,7 @@ setup(
         "lyra_crawl.bundled_config": ["*.yaml"],
         "lyra_crawl.backends.sqlite": ["schema.sql"],
         "lyra_crawl.backends.postgres": ["*.sql"],
+        "lyra_crawl.reports": ["templates/*"],
     },
     entry_points={"scrapy": ["settings = lyra_crawl.settings"]},
     python_requires=">=3.11",

@@ -1,5 +1,12 @@
 """Shared fixtures: the simulator over loopback HTTP, in-process crawls, real SQLite files, and
-real database servers (tests/servers)."""
+real database servers (tests/servers); and the test tiers.
+
+Tiers: a test that needs a server (the simulator, PostgreSQL, Redis, Scrapyd) is marked `server`
+and one that drives Chromium `browser`, both from the fixtures it uses; a test that starts a
+process of its own (`scrapy crawl`, a Python probe) says so with `subprocess`. `make check` runs
+the rest, the fast tier. A test that starts a process without one of these markers fails (the
+interpreter's audit hook sees every process started), so the fast tier stays fast.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +18,16 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import pytest
 import yaml
@@ -30,6 +41,81 @@ from lyra_crawl.spiders.serp import SerpSpider
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 
 pytest_plugins = ["tests.servers.postgres", "tests.servers.redis"]
+
+# A test using one of these (directly or through another fixture) is in the `server` tier...
+SERVER_FIXTURES = frozenset(
+    {"simulator", "start_simulator", "scrapyd", "postgres_server", "redis_server"}
+)
+# ... and so is one parametrized with a backend on a server, whose fixture starts it on demand
+# (request.getfixturevalue("postgres_url")).
+SERVER_BACKENDS = frozenset({"postgresql", "redis", "postgres+redis", "sqlite+redis"})
+# One using these is in the `browser` tier.
+BROWSER_FIXTURES = frozenset({"chromium"})
+SLOW_TIERS = ("server", "browser", "subprocess")
+# The audit events of starting a process (sys.addaudithook).
+PROCESS_EVENTS = frozenset(
+    {"subprocess.Popen", "os.posix_spawn", "os.system", "os.fork", "os.forkpty", "os.exec"}
+)
+_started: list[str] = []
+
+
+def _note_process(event: str, args: tuple[Any, ...]) -> None:
+    if event in PROCESS_EVENTS:
+        _started.append(f"{event} {str(args[:2])[:200]}")
+
+
+sys.addaudithook(_note_process)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers a test's fixtures put it in; the order parallel workers take tests in."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        params = set(map(str, callspec.params.values())) if callspec else set()
+        if used & SERVER_FIXTURES or params & SERVER_BACKENDS:
+            item.add_marker(pytest.mark.server)
+        if used & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if _uses_module_fixture(item):
+            # One worker runs them (`--dist loadgroup`), so the fixture is made once.
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    # The longest first, then the other slow tiers; the fast tier fills the workers' ends.
+    items.sort(key=_start_order)
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info else ()
+    return any(d[-1].scope == "module" for d in definitions if d)
+
+
+def _start_order(item: pytest.Item) -> int:
+    if item.get_closest_marker("long"):
+        return 0
+    return 1 if any(item.get_closest_marker(tier) for tier in SLOW_TIERS) else 2
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _started.clear()  # before any fixture of this test, the module's and session's included
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test in the fast tier that started a process fails at teardown, naming the process."""
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "teardown" or not _started or not report.passed:
+        return
+    if not any(item.get_closest_marker(tier) for tier in SLOW_TIERS):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started a process ({_started[0]}) but is in the fast tier: mark it "
+            "@pytest.mark.subprocess (or use the simulator's or a server's fixture)"
+        )
+
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +134,28 @@ class Simulator:
             return []
         entries = [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
         return [e for e in entries if engine is None or e["engine"] == engine]
+
+    def held(self, engine: str, page: int, count: int = 1, timeout_s: float = 30.0) -> bool:
+        """Whether `count` requests for a page held by `--hold-at ENGINE:PAGE` wait for their
+        release, within `timeout_s` (answered as soon as they do)."""
+        try:
+            self._control("held", engine, page, count=count, timeout=timeout_s)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 408:
+                return False
+            raise
+        return True
+
+    def release(self, engine: str, page: int) -> None:
+        """Let the held requests for the page, and every later one, be answered."""
+        self._control("release", engine, page, method="POST")
+
+    def _control(self, action: str, engine: str, page: int, method: str = "GET", **more: Any):
+        query = urllib.parse.urlencode({"engine": engine, "page": page, **more})
+        request = urllib.request.Request(f"{self.url}/_control/{action}?{query}", method=method)
+        timeout_s = float(more.get("timeout", 0)) + 30
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+            answer.read()
 
 
 @pytest.fixture
@@ -171,16 +279,57 @@ def scrapy_env(simulator: Simulator, db_path: Path) -> dict[str, str]:
     }
 
 
-def start_scrapy(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    """`scrapy ARGS` started in the project folder and left running; stderr is piped."""
+def start_scrapy(*args: str, env: dict[str, str], stdout: bool = False) -> subprocess.Popen[str]:
+    """`scrapy ARGS` started in the project folder and left running; stderr is piped, and
+    stdout too if asked."""
     return subprocess.Popen(
         [sys.executable, "-m", "scrapy", *args],
         cwd=ROOT,
         env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+class Lines:
+    """A process's output (its stdout or stderr pipe) read as it comes, on a thread of its own,
+    so a test can wait for a line (an event the process reports) and still get every line."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        assert stream is not None, "the process's output is not a pipe"
+        self._stream = stream
+        self._lines: list[str] = []
+        self._ended = False
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self._stream:
+            with self._changed:
+                self._lines.append(line)
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def _count(self, text: str) -> int:
+        return sum(text in line for line in self._lines)
+
+    def wait_for(self, text: str, count: int = 1, timeout_s: float = 60) -> None:
+        """Until `count` lines hold `text`; fails if the output ends or `timeout_s` passes."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._count(text) >= count or self._ended, timeout_s)
+            found, said = self._count(text), "".join(self._lines)
+        assert found >= count, f"{found} of {count} lines with {text!r}: {said[-3000:]}"
+
+    def text(self, timeout_s: float = 60) -> str:
+        """Everything written, once the output has ended (the process closed it)."""
+        self._reader.join(timeout_s)
+        with self._changed:
+            assert self._ended, f"the output goes on after {timeout_s} s"
+            return "".join(self._lines)
 
 
 def with_store(

@@ -333,6 +333,7 @@ def test_batch_on_an_unreachable_scrapyd_says_so_once_and_keeps_the_batch(
     assert [row["state"] for row in entries] == ["pending", "pending"]
 
 
+@pytest.mark.subprocess
 def test_commands_load_without_the_scrapyd_client():
     # Every `scrapy` command, each crawl included, imports every command module; the client
     # (and requests with it) is for `scrapy batch --scrapyd` alone.

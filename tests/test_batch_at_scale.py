@@ -9,6 +9,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from lyra_crawl.commands.batch import batch_end
 from lyra_crawl.config import LyraConfig, load_config
 from lyra_crawl.politeness.quota import utc_date
 from tests.conftest import (
+    Lines,
     edited_config,
     query_db,
     run_scrapy,
@@ -37,8 +39,10 @@ from tests.conftest import (
 )
 from tests.reliability.test_kill_and_resume import (
     assert_whole_pages,
-    signal_after_pages,
+    signal_while_held,
     stored_pages,
+    wait_for_pages,
+    wait_until_held,
 )
 
 
@@ -57,15 +61,20 @@ def test_a_killed_batch_run_again_does_every_entry_once_and_stores_each_page_onc
     start_simulator, tmp_path
 ):
     db_path = tmp_path / "lyra.sqlite3"
-    simulator = start_simulator("--slow-at", "mojeek:3:1500")
+    simulator = start_simulator("--hold-at", "mojeek:3")
     batch_file = four_page_batch(tmp_path, "estuary", 6)
     env = scrapy_env(simulator, db_path)
 
     first = start_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
-    signal_after_pages(first, db_path, 5, signal.SIGKILL)
+    # Killed while its two entries wait for their page 3, their pages 1 and 2 stored.
+    wait_for_pages(first, db_path, 4)
+    wait_until_held(first, simulator, "mojeek", 3, count=2)
+    first.kill()
+    first.communicate(timeout=60)
     states = [r["state"] for r in query_db(db_path, "SELECT state FROM batch_entries")]
     assert "pending" in states and "running" in states, states
 
+    simulator.release("mojeek", 3)
     again = run_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
 
     assert again.returncode == 0, again.stderr[-3000:]
@@ -92,12 +101,14 @@ def test_a_batch_sent_sigterm_puts_its_running_entries_back_and_resume_id_goes_o
     start_simulator, tmp_path
 ):
     db_path = tmp_path / "lyra.sqlite3"
-    simulator = start_simulator("--slow-at", "mojeek:3:2000")
+    simulator = start_simulator("--hold-at", "mojeek:3")
     batch_file = four_page_batch(tmp_path, "lagoon", 4)
     env = scrapy_env(simulator, db_path)
     first = start_scrapy("batch", str(batch_file), "--concurrency", "2", env=env)
+    wait_for_pages(first, db_path, 4)
+    wait_until_held(first, simulator, "mojeek", 3, count=2)
 
-    stderr = signal_after_pages(first, db_path, 4, signal.SIGTERM)
+    stderr = signal_while_held(first, signal.SIGTERM, simulator, "mojeek", 3)
 
     assert "Received SIGTERM" in stderr and " ERROR: " not in stderr, stderr[-3000:]
     entries = query_db(
@@ -176,6 +187,7 @@ def test_a_closespider_limit_ends_a_batch_crawl_without_error_and_resume_finishe
     assert_whole_pages(db_path)
 
 
+@pytest.mark.subprocess
 def test_resuming_a_batch_the_store_does_not_have_is_one_error(tmp_path):
     env = {"LYRA_DB_PATH": str(tmp_path / "lyra.sqlite3")}
     missing = run_scrapy("batch", "--resume", "7", env=env)
@@ -229,16 +241,34 @@ def test_an_engine_outside_its_hours_is_refused_and_its_entries_go_elsewhere(sim
     assert simulator.requests("mojeek") == []
 
 
-def mojeek_breaker_opened(db_path: Path, config: LyraConfig) -> float:
-    """mojeek's breaker opened on a CAPTCHA for 3 s in the store at `db_path`; until when."""
+def mojeek_breaker_opened(db_path: Path, config: LyraConfig) -> None:
+    """mojeek's breaker opened on a CAPTCHA in the store at `db_path`, for an hour: until the
+    test ends its cool-down (`batch_until_waiting`)."""
 
-    async def open_breaker(backends) -> float:
-        change = await backends.coordinator.breaker_failure(
-            "mojeek", config.breaker, kind="captcha", trial=False, retry_after_s=3
+    async def open_breaker(backends) -> None:
+        await backends.coordinator.breaker_failure(
+            "mojeek", config.breaker, kind="captcha", trial=False, retry_after_s=3600
         )
-        return change.after.open_until
 
-    return with_store(db_path, open_breaker)
+    with_store(db_path, open_breaker)
+
+
+def batch_until_waiting(
+    db_path: Path, batch_file: Path, env: dict[str, str], waiting: str
+) -> tuple[int, str, str, float]:
+    """`scrapy batch BATCH_FILE`, mojeek's cool-down ended once the batch says `waiting` (the
+    crawl looks again every ENTRY_POLL_S): its exit status, stdout and stderr, and the moment
+    the cool-down ended."""
+    batch = start_scrapy("batch", str(batch_file), env=env, stdout=True)
+    out, said = Lines(batch.stdout), Lines(batch.stderr)
+    said.wait_for(waiting)
+    ended_at = time.time()
+    conn = sqlite3.connect(db_path)
+    with conn:
+        conn.execute("UPDATE engine_health SET open_until = ? WHERE engine = 'mojeek'", (ended_at,))
+    conn.close()
+    batch.wait(timeout=300)
+    return batch.returncode, out.text(), said.text(), ended_at
 
 
 def two_mojeek_queries(folder: Path) -> Path:
@@ -283,16 +313,18 @@ def mojeek_queries(db_path: Path) -> list[dict[str, Any]]:
 @pytest.mark.e2e
 def test_entries_naming_an_engine_whose_breaker_is_open_wait_for_its_cool_down(simulator, tmp_path):
     db_path = tmp_path / "lyra.sqlite3"
-    open_until = mojeek_breaker_opened(db_path, load_config())
+    mojeek_breaker_opened(db_path, load_config())
 
-    result = run_scrapy(
-        "batch", str(named_engine_batch(tmp_path)), env=scrapy_env(simulator, db_path)
+    status, stdout, stderr, open_until = batch_until_waiting(
+        db_path,
+        named_engine_batch(tmp_path),
+        scrapy_env(simulator, db_path),
+        "2 entries of batch 1 wait for mojeek: its breaker is open until ",
     )
 
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "4 of 4 entries succeeded" in result.stdout
-    assert "2 entries of batch 1 wait for mojeek: its breaker is open until " in result.stderr
-    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
+    assert status == 0, stderr[-3000:]
+    assert "4 of 4 entries succeeded" in stdout
+    assert " ERROR: " not in stderr, stderr[-3000:]
     # Each crawled whole once the cool-down was over (the first request the one trial).
     assert [
         (q["query_text"], q["status"], q["pages_fetched"]) for q in mojeek_queries(db_path)
@@ -306,8 +338,8 @@ def test_entries_naming_an_engine_whose_breaker_is_open_wait_for_its_cool_down(s
 
 @pytest.mark.e2e
 def test_entries_without_engine_wait_while_every_engine_they_may_go_to_refuses(simulator, tmp_path):
-    """mojeek the one engine the frontier may choose, its breaker open for 3 s: the entries
-    without engine wait for it instead of failing with no engine available."""
+    """mojeek the one engine the frontier may choose, its breaker open: the entries without
+    engine wait for it instead of failing with no engine available."""
     db_path = tmp_path / "lyra.sqlite3"
 
     def mojeek_alone(policy: dict[str, Any]) -> None:
@@ -315,7 +347,7 @@ def test_entries_without_engine_wait_while_every_engine_they_may_go_to_refuses(s
             engine["weight"] = 1.0 if name == "mojeek" else 0.0
 
     config_dir = edited_config(tmp_path / "config", mojeek_alone)
-    open_until = mojeek_breaker_opened(db_path, load_config(config_dir))
+    mojeek_breaker_opened(db_path, load_config(config_dir))
     batch_file = tmp_path / "batch.yaml"
     batch_file.write_text(
         "defaults: {serp_max_pages: 1, strategy: fixed, sources: [serp]}\n"
@@ -323,15 +355,17 @@ def test_entries_without_engine_wait_while_every_engine_they_may_go_to_refuses(s
     )
     env = {**scrapy_env(simulator, db_path), "LYRA_CONFIG_DIR": str(config_dir)}
 
-    result = run_scrapy("batch", str(batch_file), env=env)
-
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "2 of 2 entries succeeded" in result.stdout
-    assert (
+    status, stdout, stderr, open_until = batch_until_waiting(
+        db_path,
+        batch_file,
+        env,
         "2 entries of batch 1 wait for an engine: every engine the frontier may give them "
-        "refuses requests now (mojeek: its breaker is open until "
-    ) in result.stderr
-    assert " ERROR: " not in result.stderr, result.stderr[-3000:]
+        "refuses requests now (mojeek: its breaker is open until ",
+    )
+
+    assert status == 0, stderr[-3000:]
+    assert "2 of 2 entries succeeded" in stdout
+    assert " ERROR: " not in stderr, stderr[-3000:]
     times = [request["time"] for request in simulator.requests("mojeek")]
     assert len(times) == 2 and min(times) >= open_until
 

@@ -17,8 +17,21 @@ from typing import Any
 import pytest
 
 from lyra_crawl.batch.workers import CrawlExit, run_crawls
-from tests.conftest import edited_config, query_db, run_scrapy, scrapy_env, start_scrapy
-from tests.reliability.test_kill_and_resume import assert_whole_pages, wait_for_pages
+from tests.conftest import (
+    Simulator,
+    edited_config,
+    query_db,
+    run_scrapy,
+    scrapy_env,
+    start_scrapy,
+)
+from tests.reliability.test_kill_and_resume import (
+    assert_whole_pages,
+    signal_while_held,
+    wait_for,
+    wait_for_pages,
+    wait_until_held,
+)
 from tests.test_batch_at_scale import four_page_batch
 
 
@@ -130,6 +143,7 @@ class BatchMidway:
     """A `scrapy batch` of 6 four-page entries crawled by 2 processes, both running."""
 
     command: subprocess.Popen[str]
+    simulator: Simulator
     db_path: Path
     args: list[str]
     env: dict[str, str]
@@ -137,6 +151,7 @@ class BatchMidway:
 
     def run_again_to_the_end(self) -> None:
         """The batch run again continues and finishes, each entry once with its pages."""
+        self.simulator.release("mojeek", 3)
         again = run_scrapy(*self.args, env=self.env)
         assert again.returncode == 0, again.stderr[-3000:]
         assert "continuing batch 1" in again.stdout and "6 of 6 entries succeeded" in again.stdout
@@ -146,17 +161,15 @@ class BatchMidway:
 
 def batch_midway(start_simulator: Any, tmp_path: Path, topic: str) -> BatchMidway:
     db_path = tmp_path / "lyra.sqlite3"
-    # Page 3 slow: no entry can finish while both crawls start, however loaded the machine.
-    simulator = start_simulator("--latency-ms", "200", "--slow-at", "mojeek:3:4000")
+    # Page 3 held: no entry can finish while both crawls start, however loaded the machine.
+    simulator = start_simulator("--hold-at", "mojeek:3")
     args = ["batch", str(four_page_batch(tmp_path, topic, 6)), "--processes", "2"]
     args += ["--concurrency", "2"]
     env = scrapy_env(simulator, db_path)
     command = start_scrapy(*args, env=env)
     wait_for_pages(command, db_path, 4)
-    while len(crawl_pids(db_path)) < 2:
-        assert command.poll() is None, command.stderr.read()[-3000:]
-        time.sleep(0.05)
-    return BatchMidway(command, db_path, args, env, topic)
+    wait_for(command, lambda: len(crawl_pids(db_path)) == 2, "ran two crawls")
+    return BatchMidway(command, simulator, db_path, args, env, topic)
 
 
 @pytest.mark.e2e
@@ -164,8 +177,8 @@ def test_ctrl_c_reaches_each_crawl_once_and_the_batch_run_again_finishes(start_s
     batch = batch_midway(start_simulator, tmp_path, "skerry")
     first = batch.command
 
-    first.send_signal(signal.SIGINT)
-    _, stderr = first.communicate(timeout=60)
+    # The batch command hands the signal on to both crawls.
+    stderr = signal_while_held(first, signal.SIGINT, batch.simulator, "mojeek", 3, heard_by=2)
 
     assert first.returncode == 1, stderr[-3000:]
     received = [line for line in stderr.splitlines() if "Received SIGINT" in line]
@@ -182,6 +195,17 @@ def children(pid: int) -> set[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         found.update(int(child) for child in (task / "children").read_text().split())
     return found
+
+
+def ignores_sighup(pid: int) -> bool:
+    """Whether `pid` ignores SIGHUP, as a crawl does once its parent's death signal (SIGHUP)
+    became its one SIGTERM (lyra_crawl.batch.workers.stop_with_batch_command), or has ended."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    ignored = int(re.search(r"^SigIgn:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+    return bool(ignored & (1 << (signal.SIGHUP - 1)))
 
 
 def gone(pid: int) -> bool:
@@ -201,7 +225,12 @@ def test_crawls_stop_gracefully_when_their_batch_command_is_killed(start_simulat
 
     batch.command.kill()  # SIGKILL: the command hands nothing on
     batch.command.wait()
+    # The pages in flight are answered once each crawl has turned its death signal into SIGTERM.
     deadline = time.monotonic() + 60
+    while not all(ignores_sighup(pid) for pid in crawls):
+        assert time.monotonic() < deadline, "a crawl was not told to stop with its batch command"
+        time.sleep(0.05)
+    batch.simulator.release("mojeek", 3)
     while not all(gone(pid) for pid in crawls):
         assert time.monotonic() < deadline, "a crawl went on without its batch command"
         time.sleep(0.1)
@@ -217,28 +246,20 @@ def test_a_crawl_process_killed_mid_batch_is_reported_and_the_other_finishes_its
     start_simulator, tmp_path
 ):
     db_path = tmp_path / "lyra.sqlite3"
-    simulator = start_simulator("--latency-ms", "200", "--slow-at", "mojeek:3:1500")
+    simulator = start_simulator("--hold-at", "mojeek:3")
     batch_file = four_page_batch(tmp_path, "tombolo", 8)
     env = scrapy_env(simulator, db_path)
     batch = start_scrapy(
         "batch", str(batch_file), "--processes", "2", "--concurrency", "1", env=env
     )
-    wait_for_pages(batch, db_path, 1)
-    victim = None
-    while victim is None:
-        assert batch.poll() is None, batch.stderr.read()[-3000:]
-        # A crawl in the middle of a query with pages stored, while the other crawl runs too.
-        mid_query = query_db(
-            db_path,
-            "SELECT DISTINCT q.pid FROM queries q JOIN serp_pages p ON p.query_id = q.id"
-            " WHERE q.status = 'running'",
-        )
-        if mid_query and len(crawl_pids(db_path)) == 2:
-            victim = mid_query[0]["pid"]
-        time.sleep(0.05)
+    # Each crawl in the middle of a query, its pages 1 and 2 stored, page 3 held.
+    wait_for_pages(batch, db_path, 4)
+    wait_until_held(batch, simulator, "mojeek", 3, count=2)
+    (victim, _) = sorted(crawl_pids(db_path))
 
     signal_sent_at = time.monotonic()
     os.kill(victim, signal.SIGKILL)
+    simulator.release("mojeek", 3)
     _, stderr = batch.communicate(timeout=120)
 
     assert batch.returncode == 1, stderr[-3000:]
@@ -260,6 +281,7 @@ def test_a_crawl_process_killed_mid_batch_is_reported_and_the_other_finishes_its
         ),
     ],
 )
+@pytest.mark.subprocess
 def test_bad_process_options_are_refused_before_anything_is_recorded(options, message, tmp_path):
     db_path = tmp_path / "lyra.sqlite3"
     batch_file = four_page_batch(tmp_path, "reef", 2)
@@ -271,6 +293,7 @@ def test_bad_process_options_are_refused_before_anything_is_recorded(options, me
     assert not db_path.exists()
 
 
+@pytest.mark.subprocess
 def test_each_crawl_s_stderr_comes_through_line_by_line_with_its_number(capfd):
     said = "import sys; sys.stderr.write('first\\nsecond, unfinished'); sys.exit(3)"
 
@@ -284,6 +307,7 @@ def test_each_crawl_s_stderr_comes_through_line_by_line_with_its_number(capfd):
     assert exits[0].describe() == f"crawl process 1 (pid {exits[0].pid}) exited with status 3"
 
 
+@pytest.mark.subprocess
 def test_crawls_are_stopped_when_this_command_fails_while_they_run(tmp_path):
     started = tmp_path / "started"
     started.mkdir()

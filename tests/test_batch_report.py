@@ -23,6 +23,8 @@ BATCH = (
     "  - {query: sea grass, engine: mojeek, sources: [serp]}\n"
     "  - {query: bad one, serp_max_pages: 11}\n"
 )
+# The module's batch is crawled from a simulator of its own (batch_db).
+pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")

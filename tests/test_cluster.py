@@ -40,20 +40,22 @@ CLUSTER_DATABASE = "lyra_cluster"
 COOLDOWN_S = 20
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster_database(postgres_server: PostgresServer) -> Iterator[str]:
-    """The PostgreSQL database the nodes' environment names, for the module."""
+    """The PostgreSQL database the nodes' environment names, for the session (each parallel
+    worker has its own PostgreSQL server)."""
     with new_database(postgres_server, CLUSTER_DATABASE) as url:
         yield url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def nodes(
     tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer, cluster_database: str
 ) -> Iterator[list[ScrapydServer]]:
-    """Three Scrapyd nodes, each with the project deployed. A URL with a password never travels
-    with a job (Scrapyd logs job arguments): each node has the PostgreSQL and Redis URLs in its
-    environment, as a systemd unit would give them; a job's own settings win over them."""
+    """Three Scrapyd nodes, each with the project deployed, for the session: a parallel worker
+    makes them once, whichever of this module's tests it runs. A URL with a password never
+    travels with a job (Scrapyd logs job arguments): each node has the PostgreSQL and Redis URLs
+    in its environment, as a systemd unit would give them; a job's own settings win over them."""
     folder = tmp_path_factory.mktemp("cluster")
     servers: list[ScrapydServer] = []
     environment = {"LYRA_DB_URL": cluster_database, "LYRA_COORDINATION_URL": redis_server.url}

@@ -312,8 +312,10 @@ def test_bad_yaml_is_a_config_error_never_code(text):
         parse_config(text, POLICY)
 
 
-def test_an_egg_finds_its_bundled_config_and_schema(tmp_path):
-    """Scrapyd runs the project from a zipped egg: config and schema must come from inside it."""
+@pytest.mark.subprocess
+def test_an_egg_finds_its_bundled_config_schema_and_report_templates(tmp_path):
+    """Scrapyd runs the project from a zipped egg: config, schema and the HTML reports'
+    templates must come from inside it."""
     root = Path(__file__).resolve().parent.parent
     build = subprocess.run(
         [
@@ -339,7 +341,10 @@ def test_an_egg_finds_its_bundled_config_and_schema(tmp_path):
         "import asyncio, lyra_crawl.config as c, lyra_crawl.backends as b;"
         "assert c.__file__.startswith(sys.argv[1]);"
         "print(len(c.load_config().engines));"
-        "asyncio.run(b.with_backends({'LYRA_DB_PATH': sys.argv[2]}, lambda _: asyncio.sleep(0)))"
+        "asyncio.run(b.with_backends({'LYRA_DB_PATH': sys.argv[2]}, lambda _: asyncio.sleep(0)));"
+        "import lyra_crawl.reports.html as h;"
+        "assert h.__file__.startswith(sys.argv[1]);"
+        "assert 'no engine used today' in h.report_html([], [], generated_at='now')"
     )
     run = subprocess.run(
         [sys.executable, "-c", probe, str(egg), str(tmp_path / "egg.sqlite3")],

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import grimp
 import networkx as nx
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -50,6 +51,7 @@ def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
     return sorted(cycles)
 
 
+@pytest.mark.subprocess
 def test_the_code_map_holds() -> None:
     run = lint_imports(ROOT)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -74,6 +76,7 @@ FORBIDDEN = {
 }
 
 
+@pytest.mark.subprocess
 def test_a_forbidden_import_is_caught(tmp_path: Path) -> None:
     shutil.copytree(
         ROOT / "lyra_crawl",

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_twisted
 import scrapy
 from scrapy.crawler import CrawlerRunner
@@ -147,6 +148,7 @@ def stored(db_path: Path) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.long
 @pytest_twisted.ensureDeferred
 async def test_a_batch_of_200_queries_is_one_crawl_storing_what_200_crawls_store(
     simulator, tmp_path

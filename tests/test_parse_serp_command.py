@@ -13,6 +13,9 @@ from lyra_crawl.simulator.corpus import CorpusShape, page_results
 from lyra_crawl.simulator.engines import build_engines
 from tests.conftest import ROOT, realworld_dir
 
+# Every test runs the command in a process of its own.
+pytestmark = pytest.mark.subprocess
+
 
 def parse_serp(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "LYRA_CONFIG_DIR"}

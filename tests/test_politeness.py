@@ -18,8 +18,9 @@ import scrapy
 from scrapy.crawler import CrawlerRunner
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import reactor
-from twisted.internet.defer import ensureDeferred, gatherResults
+from twisted.internet.defer import DeferredList, ensureDeferred, gatherResults
 from twisted.internet.task import deferLater
+from twisted.internet.threads import deferToThread
 
 from lyra_crawl.backends.records import QueryRecord
 from lyra_crawl.config import load_config
@@ -182,15 +183,21 @@ def short_cooldowns(doc: dict[str, Any]) -> None:
     doc["breaker"]["cooldown_s"].update(captcha=1.5, network=1.0)
 
 
-@pytest_twisted.ensureDeferred
-async def test_a_captcha_opens_the_breaker_until_one_trial_after_the_cooldown(
-    start_simulator, db_path, config_dir
-):
-    settings = {"LYRA_CONFIG_DIR": str(config_dir(short_cooldowns))}
-    blocking = start_simulator("--captcha-at", "duckduckgo:3")
+async def captcha_opens_the_breaker(db_path: Path, settings: dict[str, Any], blocking) -> None:
+    """A duckduckgo crawl whose page 3 is a CAPTCHA: the breaker opens, an intervention waits."""
     await run_crawl(
         blocking, db_path, settings, query="salt marsh", engine="duckduckgo", serp_max_pages=5
     )
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_captcha_opens_the_breaker_and_nothing_is_sent_while_it_is_open(
+    start_simulator, db_path, config_dir
+):
+    # The bundled hour-long cool-down: the second crawl comes while it lasts, however slowly.
+    settings: dict[str, Any] = {}
+    blocking = start_simulator("--captcha-at", "duckduckgo:3")
+    await captcha_opens_the_breaker(db_path, settings, blocking)
 
     pages = query_db(db_path, "SELECT DISTINCT page_number FROM serp_items ORDER BY page_number")
     assert [p["page_number"] for p in pages] == [1, 2]
@@ -209,17 +216,36 @@ async def test_a_captcha_opens_the_breaker_until_one_trial_after_the_cooldown(
     assert stop_reasons(db_path)[-1] == {"duckduckgo": "blocked"}
     assert crawler.stats.get_value("lyra/duckduckgo/refused/blocked") == 1
 
-    await deferLater(reactor, max(0.0, breaker["open_until"] - time.time()) + 0.1)
-    slow = start_simulator("--slow-at", "duckduckgo:1:800")
-    await gatherResults(
-        [
-            ensureDeferred(
-                run_crawl(slow, db_path, settings, query=q, engine="duckduckgo", serp_max_pages=1)
-            )
-            for q in ("estuary", "lagoon")
-        ]
+
+@pytest_twisted.ensureDeferred
+async def test_after_the_cooldown_one_trial_goes_alone_and_its_answer_closes_the_breaker(
+    start_simulator, db_path, config_dir
+):
+    settings = {"LYRA_CONFIG_DIR": str(config_dir(short_cooldowns))}
+    await captcha_opens_the_breaker(
+        db_path, settings, start_simulator("--captcha-at", "duckduckgo:3")
     )
-    assert len(slow.requests("duckduckgo")) == 1, "exactly one half-open trial"
+    breaker = health(db_path, "duckduckgo")
+    assert breaker["state"] == "open"
+    # The cool-down itself is what is tested: the trial comes only once it has passed.
+    await deferLater(reactor, max(0.0, breaker["open_until"] - time.time()) + 0.1)
+    trial = start_simulator("--hold-at", "duckduckgo:1")
+    crawls = [
+        ensureDeferred(
+            run_crawl(trial, db_path, settings, query=q, engine="duckduckgo", serp_max_pages=1)
+        )
+        for q in ("estuary", "lagoon")
+    ]
+
+    # While the trial's answer is held, the other crawl is refused and ends without a request.
+    assert await deferToThread(trial.held, "duckduckgo", 1)
+    refused, _ = await DeferredList(crawls, fireOnOneCallback=True, fireOnOneErrback=True)
+    assert refused.stats.get_value("lyra/duckduckgo/refused/blocked") == 1
+    assert len(trial.requests("duckduckgo")) == 1, "exactly one half-open trial"
+    trial.release("duckduckgo", 1)
+    await gatherResults(crawls)
+
+    assert len(trial.requests("duckduckgo")) == 1, "exactly one half-open trial"
     assert sorted(r["duckduckgo"] for r in stop_reasons(db_path)[-2:]) == ["blocked", "max_pages"]
     assert health(db_path, "duckduckgo")["state"] == "closed"
 

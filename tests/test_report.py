@@ -6,6 +6,7 @@ import re
 import sqlite3
 from datetime import UTC, datetime
 
+import pytest
 import pytest_twisted
 
 from lyra_crawl.backends.records import PageRecord, QueryRecord
@@ -99,6 +100,7 @@ async def test_scrapy_report_prints_each_query_and_writes_one_html_page(
     assert "tidal energy" in html
 
 
+@pytest.mark.subprocess
 def test_scrapy_report_with_no_matching_query_exits_1(db_path):
     result = run_scrapy("report", "--last", "5", env={"LYRA_DB_PATH": str(db_path)})
 

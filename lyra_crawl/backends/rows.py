@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
@@ -42,6 +41,7 @@ from lyra_crawl.backends.records import (
 )
 from lyra_crawl.items import ResultItem
 from lyra_crawl.politeness.breaker import BreakerState, Health
+from lyra_crawl.processes import process_running
 
 
 class Row(Protocol):
@@ -349,18 +349,7 @@ def _field_names(record: type) -> tuple[str, ...]:
 def process_alive(pid: int) -> bool:
     """Whether `pid` runs on this host. A zombie (ended, its parent not yet told) does not:
     its pid stays taken until the parent reaps it, which a busy parent may not do soon."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True  # no /proc to say more
-    return state != b"Z"
+    return process_running(pid)
 
 
 def dead_lease_owners(owners: Iterable[str]) -> list[str]:

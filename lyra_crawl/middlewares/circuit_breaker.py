@@ -25,20 +25,22 @@ from scrapy.http import Response
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.middlewares.base import EngineMiddleware
 from lyra_crawl.politeness.breaker import NETWORK
+from lyra_crawl.politeness.retry_after import retry_after_s
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.request_state import RequestState
 
 logger = logging.getLogger(__name__)
 
 
-def retry_after_s(response: Response) -> float | None:
-    """Seconds from a Retry-After header given in seconds; HTTP dates are ignored."""
-    value = response.headers.get("Retry-After")
-    try:
-        seconds = float(value) if value is not None else None
-    except ValueError:
-        return None
-    return seconds if seconds is not None and seconds > 0 else None
+def retry_after(response: Response) -> float | None:
+    """Seconds the answer's Retry-After asks for, in seconds or as an HTTP-date."""
+    header = response.headers.get("Retry-After")
+    date = response.headers.get("Date")
+    return retry_after_s(
+        header.decode("latin-1") if header is not None else None,
+        now=time.time(),
+        date=date.decode("latin-1") if date is not None else None,
+    )
 
 
 class CircuitBreakerMiddleware(EngineMiddleware):
@@ -78,7 +80,7 @@ class CircuitBreakerMiddleware(EngineMiddleware):
                 self.session,
                 engine,
                 verdict.outcome.value,
-                retry_after=retry_after_s(response),
+                retry_after=retry_after(response),
                 trial=trial,
             )
         elif response.status >= 500:

@@ -6,7 +6,7 @@ batch's size: requests per engine over time (stacked, per second, in time bucket
 novelty and harvest by page number (the mean over every page with its spread, one standard
 deviation, shaded, and each source's mean as a thin line). Plots are inline SVG, nothing is
 loaded from elsewhere. With --per-query the per-query table and plots of `scrapy report`
-follow.
+follow. The page is templates/batch.html (see lyra_crawl.reports.html).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from html import escape
 from typing import Any
 
+from markupsafe import Markup
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
@@ -27,39 +27,8 @@ from lyra_crawl.reports.batch import (
     stop_reason_rows,
     summary_rows,
 )
-from lyra_crawl.reports.html import STYLE, query_sections, svg
+from lyra_crawl.reports.html import query_context, render, svg
 from lyra_crawl.reports.text import QueryReport, QuotaUse
-
-BATCH_STYLE = """
-.cols { display: grid; grid-template-columns: 1fr 1fr; gap: 0 2rem; }
-.cols table { margin-bottom: 1rem; }
-th[scope=row] { font-weight: 600; white-space: nowrap; width: 12rem; }
-table.narrow { width: auto; min-width: 30rem; }
-"""
-
-
-def _table(
-    head: Sequence[str],
-    rows: Sequence[Sequence[object]],
-    numeric: set[int],
-    empty: str = "-",
-    css: str = "",
-) -> str:
-    """A table with `head`, right-aligned `numeric` columns; `empty` in a note if no rows."""
-    if not rows:
-        return f"<p class='muted'>{escape(empty)}</p>"
-
-    def cell(tag: str, index: int, value: object) -> str:
-        css = " class='n'" if index in numeric else ""
-        return f"<{tag}{css}>{escape(str(value))}</{tag}>"
-
-    header = "".join(cell("th", i, name) for i, name in enumerate(head))
-    body = "".join(
-        "<tr>" + "".join(cell("td", i, value) for i, value in enumerate(row)) + "</tr>"
-        for row in rows
-    )
-    css = f" class='{css}'" if css else ""
-    return f"<table{css}><tr>{header}</tr>{body}</table>"
 
 
 def _colors(names: Sequence[str]) -> dict[str, Any]:
@@ -69,7 +38,7 @@ def _colors(names: Sequence[str]) -> dict[str, Any]:
     return {name: palette(i % palette.N) for i, name in enumerate(sorted(names))}
 
 
-def requests_plot(report: BatchReport) -> str:
+def requests_plot(report: BatchReport) -> Markup:
     """Requests per second per engine, stacked, over the batch's time buckets."""
     figure = Figure(figsize=(11, 3.6))
     axes = figure.subplots()
@@ -104,7 +73,7 @@ def requests_plot(report: BatchReport) -> str:
     return svg(figure, "batch-requests")
 
 
-def depth_plot(report: BatchReport, field: str, title: str) -> str:
+def depth_plot(report: BatchReport, field: str, title: str) -> Markup:
     """`field` (novelty or harvest) by page number: the mean over all pages with ±1 sd shaded,
     each source's mean as a thin line; the page counts under the page numbers."""
     figure = Figure(figsize=(6, 4))
@@ -162,70 +131,37 @@ def batch_report_html(
     queries: Sequence[QueryReport] = (),
     quota_today: Sequence[QuotaUse] = (),
 ) -> str:
-    record = report.record
     progress = report.progress
-    summary = "".join(
-        f"<tr><th scope='row'>{escape(name)}</th><td>{escape(value)}</td></tr>"
-        for name, value in summary_rows(report)
-    )
     engines = sorted(set(progress.requests) | set(progress.blocks))
     total = progress.total_requests or 1
-    engine_rows = [
-        (
-            engine,
-            progress.requests.get(engine, 0),
-            f"{100 * progress.requests.get(engine, 0) / total:.0f}%",
-            progress.blocks.get(engine, 0),
-        )
-        for engine in engines
-    ]
-    depth_rows = [
-        (row.page_number, row.pages, spread(row.novelty), spread(row.harvest))
-        for row in report.depth
-    ]
-    sections = [
-        f"<h1>batch {record.id}</h1><p class='muted'>{escape(record.source)}, recorded "
-        f"{escape(record.created_at)}; generated {escape(generated_at)}</p>",
-        f"<table>{summary}</table>",
-        "<h2>requests over time</h2>",
-        f"<div class='plot'>{requests_plot(report)}</div>",
-        "<div class='cols'><div><h2>requests per engine</h2>",
-        _table(("engine", "requests", "share", "blocks"), engine_rows, {1, 2, 3}),
-        "</div><div><h2>stop reasons</h2>",
-        _table(("reason", "queries", "per source"), stop_reason_rows(report), {1}),
-        "</div><div><h2>blocks</h2>",
-        _table(
-            ("engine", "kind", "pages"),
-            [(block.engine, block.kind, block.pages) for block in report.blocks],
-            {2},
-            "no block page",
-        ),
-        "</div><div><h2>quota use</h2><p class='muted'>every crawl's requests that UTC day</p>",
-        _table(
-            ("day", "engine", "used", "daily limit"),
-            [(use.day, use.engine, use.used, use.daily_limit or "none") for use in report.quota],
-            {2, 3},
-            "no quota use recorded",
-        ),
-        "</div></div>",
-        "<h2>novelty and harvest by page number</h2>",
-        "<p class='muted'>over the batch's pages (cache replays left out): the mean with one "
-        "standard deviation shaded, and each source's mean</p>",
-        f"<div class='cols'><div class='plot'>{depth_plot(report, 'novelty', 'novelty rate')}"
-        f"</div><div class='plot'>{depth_plot(report, 'harvest', 'harvest rate')}</div></div>",
-        _table(("page", "pages", "novelty", "harvest"), depth_rows, {0, 1}, css="narrow"),
-    ]
-    if report.unsuccessful_entries:
-        sections.append(
-            f"<h2>failed and rejected entries</h2><p class='muted'>"
-            f"{len(report.listed_entries)} of {report.unsuccessful_entries} shown</p><ul>"
-            + "".join(f"<li>{escape(entry_line(e))}</li>" for e in report.listed_entries)
-            + "</ul>"
-        )
-    if queries:
-        sections.append(f"<h2>per query</h2>{query_sections(queries, quota_today)}")
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>lyra_crawl batch {record.id}</title><style>{STYLE}{BATCH_STYLE}</style></head>"
-        f"<body>{''.join(sections)}</body></html>\n"
+    return render(
+        "batch.html",
+        title=f"lyra_crawl batch {report.record.id}",
+        generated_at=generated_at,
+        batch=report.record,
+        summary=summary_rows(report),
+        requests_plot=requests_plot(report),
+        engine_rows=[
+            (
+                engine,
+                progress.requests.get(engine, 0),
+                f"{100 * progress.requests.get(engine, 0) / total:.0f}%",
+                progress.blocks.get(engine, 0),
+            )
+            for engine in engines
+        ],
+        stop_reason_rows=stop_reason_rows(report),
+        block_rows=[(block.engine, block.kind, block.pages) for block in report.blocks],
+        quota_rows=[
+            (use.day, use.engine, use.used, use.daily_limit or "none") for use in report.quota
+        ],
+        novelty_plot=depth_plot(report, "novelty", "novelty rate"),
+        harvest_plot=depth_plot(report, "harvest", "harvest rate"),
+        depth_rows=[
+            (row.page_number, row.pages, spread(row.novelty), spread(row.harvest))
+            for row in report.depth
+        ],
+        unsuccessful_entries=report.unsuccessful_entries,
+        listed_entries=[entry_line(entry) for entry in report.listed_entries],
+        **(query_context(queries, quota_today) if queries else {"queries": ()}),
     )

@@ -133,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _engine_fault(
         parser,
+        "--hold-at",
+        "hold that page's answers until POST /_control/release?engine=ENGINE&page=PAGE "
+        "(GET /_control/held?engine=ENGINE&page=PAGE answers once one waits)",
+    )
+    _engine_fault(
+        parser,
         "--other-status",
         "answer the engine's pages other than result pages (its citation graph, follow-ups) "
         "with an HTTP status",
@@ -195,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         status_at={(e, int(p)): int(c) for e, p, c in args.status_at},
         drop_at={(e, int(p)) for e, p in args.drop_at},
         slow_at={(e, int(p)): int(ms) for e, p, ms in args.slow_at},
+        hold_at={(e, int(p)) for e, p in args.hold_at},
         empty_after={e: int(p) for e, p in args.empty_after},
         repeat_at={(e, int(p)) for e, p in args.repeat_at},
         malformed_at={(e, int(p)) for e, p in args.malformed_at},

@@ -2,16 +2,22 @@
 
 Every request is logged as one JSON line (time, engine, method, path, params). Faults are
 injected per engine and page: CAPTCHA pages (the engine's template, or a captured real challenge
-page served as it is), HTTP status codes (429 with Retry-After), dropped
-connections, slow answers, the engine's no-results page after a given page, results in a layout
-no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that are not
-result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect lands
-on, the citation graph, landing pages, the publishers' robots.txt at `/robots.txt`) are answered
-before any fault, unless the engine's are all to answer with an HTTP status (`other_status`).
+page served as it is), HTTP status codes (429 with Retry-After), dropped connections, slow
+answers, answers held until released, the engine's no-results page after a given page, results
+in a layout no parse rule reads, bodies cut off halfway; and latency on every answer. Pages that
+are not result pages (a token-bearing home page, a follow-up answer, the page a CAPTCHA redirect
+lands on, the citation graph, landing pages, the publishers' robots.txt at `/robots.txt`) are
+answered before any fault, unless the engine's are all to answer with an HTTP status
+(`other_status`).
 `/llm/v1/chat/completions` is an OpenAI-compatible chat endpoint rating passages, its faults
 asked for by the model name (lyra_crawl.simulator.llm).
 Every query a result page is asked for joins the PaperIndex, so its papers can then be looked
 up by id.
+
+A page held (`--hold-at`) waits until its release: `GET /_control/held?engine=E&page=N&count=C`
+answers once C requests for it are waiting (408 after `timeout` seconds, default 30), and
+`POST /_control/release?engine=E&page=N` lets them and every later request for it go. Tests wait
+for these events instead of for time; control requests are not logged.
 """
 
 from __future__ import annotations
@@ -34,6 +40,33 @@ from lyra_crawl.simulator.page_weight import with_chrome
 
 PageKey = tuple[str, int]
 LOGGED_HEADERS = ("x-api-key",)
+CONTROL_PREFIX = "/_control/"
+HELD_TIMEOUT_S = 30.0
+
+
+class Hold:
+    """A page's answers held until `release`: how many have come, and whether they may go."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self.arrived = 0
+        self.released = False
+
+    def wait_for_release(self) -> None:
+        with self._changed:
+            self.arrived += 1
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self.released)
+
+    def wait_for_arrivals(self, count: int, timeout_s: float) -> bool:
+        """Whether `count` requests have come within `timeout_s` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.arrived >= count, timeout_s)
+
+    def release(self) -> None:
+        with self._changed:
+            self.released = True
+            self._changed.notify_all()
 
 
 @dataclass
@@ -44,6 +77,8 @@ class Faults:
     status_at: dict[PageKey, int] = field(default_factory=dict)
     drop_at: set[PageKey] = field(default_factory=set)
     slow_at: dict[PageKey, int] = field(default_factory=dict)
+    # Pages whose answers wait until a test releases them (`/_control/release`).
+    hold_at: set[PageKey] = field(default_factory=set)
     empty_after: dict[str, int] = field(default_factory=dict)
     # Pages answered with the previous page's content: a quietly throttling engine.
     repeat_at: set[PageKey] = field(default_factory=set)
@@ -72,10 +107,12 @@ class SimulatorState:
     page_kb: int = 0
     papers: PaperIndex = field(default_factory=PaperIndex)
     engines: dict[str, SimEngine] = field(init=False)
+    holds: dict[PageKey, Hold] = field(init=False)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         self.engines = build_engines(google_js=self.google_js, papers=self.papers)
+        self.holds = {key: Hold() for key in self.faults.hold_at}
 
     def shape_for(self, query: str) -> CorpusShape:
         return shape_for_query(query) if self.shape_by_query else self.shape
@@ -119,6 +156,9 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             engine_name, _, rest = parts.path.lstrip("/").partition("/")
             params = dict(parse_qsl(parts.query, keep_blank_values=True))
             params.update(form)
+            if parts.path.startswith(CONTROL_PREFIX):
+                self._send(self._control(parts.path[len(CONTROL_PREFIX) :], params))
+                return
             state.record(
                 {
                     "time": time.time(),
@@ -159,6 +199,8 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             delay_ms = faults.slow_at.get(key, faults.latency_ms)
             if delay_ms:
                 time.sleep(delay_ms / 1000)
+            if key in state.holds:
+                state.holds[key].wait_for_release()
             if key in faults.drop_at:
                 self.close_connection = True
                 self.connection.close()
@@ -200,6 +242,23 @@ def make_handler(state: SimulatorState) -> type[BaseHTTPRequestHandler]:
             if key in faults.malformed_at:
                 page = replace(page, body=page.body[: len(page.body) // 2])
             self._send(page)
+
+        def _control(self, action: str, params: dict[str, str]) -> SimPage:
+            """A test's control of a held page: wait for its requests, or release them."""
+            key = (params.get("engine", ""), int(params.get("page") or 0))
+            hold = state.holds.get(key)
+            if hold is None:
+                return SimPage(404, f"no --hold-at {key[0]}:{key[1]}", "text/plain")
+            if action == "release":
+                hold.release()
+                return SimPage(200, "released", "text/plain")
+            if action == "held":
+                count = int(params.get("count") or 1)
+                timeout_s = float(params.get("timeout") or HELD_TIMEOUT_S)
+                if hold.wait_for_arrivals(count, timeout_s):
+                    return SimPage(200, f"{hold.arrived} held", "text/plain")
+                return SimPage(408, f"{hold.arrived} of {count} held", "text/plain")
+            return SimPage(404, f"unknown control {action!r}: held or release", "text/plain")
 
         def _status_page(self, status: int) -> SimPage:
             """An answer with only an HTTP status; a 429 says when to come back."""

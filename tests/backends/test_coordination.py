@@ -279,6 +279,7 @@ def shared(shared_db: Shared, coordination_url: str | None) -> Shared:
     return Shared(shared_db.db_path, coordination_url)
 
 
+@pytest.mark.subprocess
 def test_processes_sharing_a_coordinator_never_exceed_the_daily_limit(shared):
     granted = run_together(shared, *[["quota", "mojeek", DAY, "25", "20"]] * 4)
 
@@ -286,6 +287,7 @@ def test_processes_sharing_a_coordinator_never_exceed_the_daily_limit(shared):
     assert shared.run(lambda b: b.coordinator.quota_used("mojeek", DAY)) == 25
 
 
+@pytest.mark.subprocess
 def test_processes_sharing_a_coordinator_hold_the_send_slot_one_at_a_time_and_spaced(shared):
     interval_s = 0.01
     ran = run_together(shared, *[["rate", "mojeek", "12", str(interval_s), "0.002"]] * 3)
@@ -304,6 +306,7 @@ def test_processes_sharing_a_coordinator_hold_the_send_slot_one_at_a_time_and_sp
         assert claimed >= released + interval_s
 
 
+@pytest.mark.subprocess
 def test_processes_sharing_a_coordinator_get_one_half_open_trial_between_them(shared):
     no_cooldown = BreakerPolicy(cooldown_s={"captcha": 0.0})
     change = shared.run(
@@ -320,6 +323,7 @@ def test_processes_sharing_a_coordinator_get_one_half_open_trial_between_them(sh
     assert health.state is BreakerState.HALF_OPEN
 
 
+@pytest.mark.subprocess
 def test_processes_taking_batch_entries_never_take_the_same_one(shared_db):
     batch_id, entry_ids = shared_db.run(lambda backends: numbered_batch(backends, 600))
 

@@ -274,6 +274,7 @@ def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
     )
 
 
+@pytest.mark.subprocess
 def test_a_zombie_is_a_dead_crawl_and_a_running_process_is_not():
     ended = subprocess.Popen([sys.executable, "-c", ""])
     # Not reaped yet: its pid stays taken, as a killed crawl's does until its parent looks.

@@ -449,6 +449,7 @@ def test_a_renewed_lease_keeps_an_entry_from_other_takers(store):
     assert [(e.position, e.attempts) for e in taken] == [(1, 2)]
 
 
+@pytest.mark.subprocess
 def test_a_dead_crawls_entries_are_taken_again_at_once_and_other_owners_wait(store):
     host = socket.gethostname()
     gone = subprocess.Popen([sys.executable, "-c", ""])
@@ -471,6 +472,7 @@ def test_a_dead_crawls_entries_are_taken_again_at_once_and_other_owners_wait(sto
     assert [(entry.position, entry.attempts) for entry in again] == [(1, 2)]
 
 
+@pytest.mark.subprocess
 def test_a_dead_crawls_running_query_is_interrupted_when_the_store_opens_again(store):
     gone = subprocess.Popen([sys.executable, "-c", ""])
     gone.wait()

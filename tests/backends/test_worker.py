@@ -25,6 +25,7 @@ import pytest
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite.database import CONTENDED_MIN_S, SqliteDatabase
 from lyra_crawl.backends.sqlite.worker import WorkerThread
+from tests.backends.lock_holders import wait_for_a_waiter_on
 from tests.conftest import in_own_loop, query_db
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,23 +110,27 @@ def test_a_closed_database_refuses_writes_as_well(tmp_path):
 
 
 EXITS_WITH_A_WRITE_IN_FLIGHT = """
-import asyncio, sys, time
+import asyncio, sys, threading, time
 from pathlib import Path
 from lyra_crawl.backends.sqlite.database import CONTENDED_MIN_S, SqliteDatabase
 
 async def main():
     database = SqliteDatabase(Path(sys.argv[1]))
     await database.open()
+    started = threading.Event()
     def slow_write(conn):
-        time.sleep(0.3)
+        started.set()
+        time.sleep(0.3)  # in flight while the interpreter exits
         conn.execute("INSERT INTO engine_usage (engine, date, usage_count) VALUES ('e', 'd', 7)")
     asyncio.ensure_future(database.write(slow_write))
-    await asyncio.sleep(0.05)  # the write has started; the loop ends without waiting for it
+    # The write has started; the loop ends without waiting for it.
+    assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
 
 asyncio.run(main())
 """
 
 
+@pytest.mark.subprocess
 def test_a_write_in_flight_when_the_process_exits_still_completes(tmp_path):
     path = tmp_path / "db.sqlite3"
     done = subprocess.run(
@@ -160,7 +165,7 @@ def test_writes_queued_together_share_one_commit_and_a_failing_one_is_undone_alo
             asyncio.ensure_future(database.write(insert(*values)))
             for values in ((1,), (2, 1), (3,))
         ]
-        await asyncio.sleep(0.05)  # all three wait behind the busy worker
+        await asyncio.sleep(0)  # all three handed in, behind the busy worker
         release.set()
         await busy
         outcomes = await asyncio.gather(*writes, return_exceptions=True)
@@ -220,7 +225,11 @@ def test_urgent_work_goes_before_the_work_queued_and_its_writes_share_a_commit_o
     database = SqliteDatabase(tmp_path / "urgent.sqlite3")
     ran: list[str] = []
     statements: list[str] = []
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
+
+    def running(release: threading.Event) -> None:
+        started.set()
+        release.wait(10)
 
     def note(name: str) -> Callable[[sqlite3.Connection], None]:
         return lambda conn: ran.append(name)
@@ -228,8 +237,8 @@ def test_urgent_work_goes_before_the_work_queued_and_its_writes_share_a_commit_o
     async def work():
         await database.open()
         await database.read(lambda conn: conn.set_trace_callback(statements.append))
-        busy = asyncio.ensure_future(database.read(lambda conn: release.wait(10)))
-        await asyncio.sleep(0.05)  # running: what comes next waits in the queue
+        busy = asyncio.ensure_future(database.read(lambda conn: running(release)))
+        await until(lambda: started.wait(30))  # running: what comes next waits in the queue
         queued = [
             asyncio.ensure_future(database.write(note("page 1"))),
             asyncio.ensure_future(database.write(note("page 2"))),
@@ -238,7 +247,7 @@ def test_urgent_work_goes_before_the_work_queued_and_its_writes_share_a_commit_o
             asyncio.ensure_future(database.read(note("breaker"), urgent=True)),
             asyncio.ensure_future(database.write(note("page 3"))),
         ]
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # handed in
         release.set()
         await asyncio.gather(busy, *queued)
         await database.read(lambda conn: conn.set_trace_callback(None))
@@ -258,11 +267,11 @@ def test_urgent_work_goes_before_the_work_queued_and_its_writes_share_a_commit_o
 def test_stopping_serves_the_urgent_work_handed_in_first():
     worker = WorkerThread("lyra-test")
     ran: list[str] = []
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
     async def work():
-        busy = asyncio.ensure_future(worker.run(lambda: release.wait(10)))
-        await asyncio.sleep(0.05)
+        busy = asyncio.ensure_future(worker.run(lambda: started.set() or release.wait(10)))
+        await until(lambda: started.wait(30))  # running: what comes next waits in the queue
         queued = [
             asyncio.ensure_future(worker.run(lambda: ran.append("plain"))),
             asyncio.ensure_future(worker.run(lambda: ran.append("urgent"), urgent=True)),
@@ -330,13 +339,36 @@ def insert(n: int) -> Callable[[sqlite3.Connection], object]:
     return lambda conn: conn.execute("INSERT INTO numbers VALUES (?)", (n,))
 
 
+async def until(happened: Callable[[], bool]) -> None:
+    """Until `happened()` (which blocks until it has, or times out) says so, off the loop."""
+    assert await asyncio.get_running_loop().run_in_executor(None, happened)
+
+
+class Statements(list[str]):
+    """The statements a connection ran (its trace callback: `append`), each as it starts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed = threading.Condition()
+
+    def append(self, statement: str) -> None:
+        with self._changed:
+            super().append(statement)
+            self._changed.notify_all()
+
+    def tried(self, timeout_s: float = 30) -> bool:
+        """Whether the connection has started to take the write lock (BEGIN IMMEDIATE)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: "BEGIN IMMEDIATE" in self, timeout_s)
+
+
 def writes_behind_another_connection(
     path: Path, later: Callable[[SqliteDatabase], list[Coroutine[Any, Any, Any]]]
 ) -> tuple[list[str], list[int]]:
     """While another connection holds SQLite's write lock, a first write (of 1) waits for it and
     the `later` writes are handed in behind it: the statements run, and the numbers written."""
     database = SqliteDatabase(path)
-    statements: list[str] = []
+    statements = Statements()
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
     async def work() -> list[int]:
@@ -345,9 +377,10 @@ def writes_behind_another_connection(
         await database.read(lambda conn: conn.set_trace_callback(statements.append))
         other.execute("BEGIN IMMEDIATE")
         first = asyncio.ensure_future(database.write(insert(1)))
-        await asyncio.sleep(0.1)  # the worker now waits for the lock with the first write
+        # The worker now takes the lock with the first write, which the other holds.
+        await until(statements.tried)
         handed_in = [asyncio.ensure_future(write) for write in later(database)]
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0)  # handed in
         other.execute("COMMIT")
         await asyncio.gather(first, *handed_in)
         await database.read(lambda conn: conn.set_trace_callback(None))
@@ -361,9 +394,10 @@ def writes_behind_another_connection(
         other.close()
 
 
-def write_behind_the_file_lock(path: Path, hold_s: float) -> tuple[float, float]:
-    """A write to a new database at `path` while another holder keeps `<path>-lock` for
-    `hold_s` (the database closed after it): when the lock was let go, when the write was done."""
+def write_behind_the_file_lock(path: Path, hold_s: float = 0.0) -> tuple[float, float]:
+    """A write to a new database at `path` while another holder keeps `<path>-lock` until the
+    write waits for it, and `hold_s` more (the database closed after it): when the lock was let
+    go, when the write was done."""
     database = SqliteDatabase(path)
     in_own_loop(database.open())
     lock = os.open(f"{path}-lock", os.O_RDWR)
@@ -371,7 +405,8 @@ def write_behind_the_file_lock(path: Path, hold_s: float) -> tuple[float, float]
     released_at: list[float] = []
 
     def let_go() -> None:
-        time.sleep(hold_s)
+        wait_for_a_waiter_on(path)
+        time.sleep(hold_s)  # how long the write waits is what is measured
         released_at.append(time.monotonic())
         fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -391,7 +426,7 @@ def test_writers_of_two_processes_take_turns_on_the_file_lock(tmp_path, caplog):
     # Each write transaction holds `<file>-lock` (flock) from before BEGIN to after COMMIT: a
     # process holding it keeps every other lyra writer waiting, asleep in the kernel.
     path = tmp_path / "turns.sqlite3"
-    released_at, written_at = write_behind_the_file_lock(path, 0.3)
+    released_at, written_at = write_behind_the_file_lock(path)
     assert written_at >= released_at, "the write waited for the file lock"
     assert query_db(path, "SELECT name FROM sqlite_master WHERE name = 't'")
     assert "waited" not in caplog.text, "a short wait is not worth a word"
@@ -413,7 +448,7 @@ def test_a_write_waits_for_another_process_holding_the_lock_then_goes_on(tmp_pat
     other.execute("BEGIN IMMEDIATE")
 
     def let_go() -> None:
-        time.sleep(0.3)
+        time.sleep(0.3)  # the wait this makes is what is measured
         other.execute("COMMIT")
 
     holder = threading.Thread(target=let_go)

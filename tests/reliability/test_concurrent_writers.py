@@ -30,6 +30,7 @@ def served_urls(query: str) -> set[str]:
     }
 
 
+@pytest.mark.long
 @pytest.mark.e2e
 def test_four_processes_write_one_database_ten_times_over(start_simulator, db_path):
     simulator = start_simulator("--overlap", str(OVERLAP))

@@ -15,7 +15,11 @@ import time
 import pytest
 
 from tests.conftest import edited_config, query_db, run_scrapy, scrapy_env, start_scrapy
-from tests.reliability.test_kill_and_resume import assert_whole_pages, stored_pages
+from tests.reliability.test_kill_and_resume import (
+    assert_whole_pages,
+    wait_for_pages,
+    wait_until_held,
+)
 from tests.servers.redis import PASSWORD, RedisServer
 
 CRAWL = ["crawl", "serp", "-a", "engine=mojeek", "-a", "strategy=fixed", "-a", "sources=serp"]
@@ -43,19 +47,19 @@ def test_an_unreachable_redis_at_start_is_one_error_line_without_the_password(
 
 @pytest.mark.e2e
 @pytest.mark.parametrize(
-    ("page_4", "qps", "simulator_options"),
+    ("page_4", "qps"),
     [
         # Page 4 is in flight when Redis goes: its answer is kept, its slot cannot be released.
-        ("in flight", 20, ["--slow-at", "mojeek:4:1500"]),
+        ("in flight", 20),
         # Page 4 waits 2 s for its send slot when Redis goes: it is never sent.
-        ("waiting", 0.5, []),
+        ("waiting", 0.5),
     ],
 )
 def test_redis_stopped_mid_crawl_stops_the_source_with_one_clear_error(
-    start_simulator, tmp_path, disposable_redis: RedisServer, page_4, qps, simulator_options
+    start_simulator, tmp_path, disposable_redis: RedisServer, page_4, qps
 ):
     db_path = tmp_path / "lyra.sqlite3"
-    simulator = start_simulator(*simulator_options)
+    simulator = start_simulator(*(["--hold-at", "mojeek:4"] if page_4 == "in flight" else []))
     config = edited_config(
         tmp_path / "config", lambda doc: doc["engines"]["mojeek"].update(qps=qps)
     )
@@ -66,14 +70,13 @@ def test_redis_stopped_mid_crawl_stops_the_source_with_one_clear_error(
         "LYRA_RATE_LIMIT_ENABLED": "true",
     }
     process = start_scrapy(*CRAWL, "-a", "query=redis gone", "-a", "serp_max_pages=8", env=env)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (
-        stored_pages(db_path) >= 3
-        and (page_4 == "waiting" or len(simulator.requests("mojeek")) >= 4)
-    ):
-        time.sleep(0.05)
+    wait_for_pages(process, db_path, 3)
+    if page_4 == "in flight":
+        wait_until_held(process, simulator, "mojeek", 4)
     disposable_redis.stop()
     stopped_at = time.time()
+    if page_4 == "in flight":
+        simulator.release("mojeek", 4)
     _, stderr = process.communicate(timeout=120)
 
     assert process.returncode == 1, stderr[-3000:]

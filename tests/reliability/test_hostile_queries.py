@@ -170,6 +170,7 @@ def test_a_refused_query_is_one_clear_error_and_no_request(simulator, db_path, q
     assert simulator.requests() == []
 
 
+@pytest.mark.long
 @pytest.mark.e2e
 def test_hostile_queries_through_scrapy_crawl_stay_on_the_engine(simulator, db_path):
     for query in ARGV_QUERIES:

@@ -1,7 +1,8 @@
 """Kill, cancel and resume: SIGKILL or SIGTERM mid-crawl leaves whole pages, and
 `-a resume=true` finishes the rest.
 
-The simulator holds page 5 back for a while, so the signal lands after page 4 is stored. The
+The simulator holds page 5 back until the test releases it, so the signal lands after page 4 is
+stored and while page 5 is asked for. The
 next open of the database finds a killed crawl's row `running` with a dead pid and marks it
 interrupted; a crawl sent SIGTERM closes itself, its row `cancelled`. Resuming reopens that same
 row and goes on after its last stored page.
@@ -20,7 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy, with_store
+from tests.conftest import (
+    Lines,
+    Simulator,
+    query_db,
+    run_scrapy,
+    scrapy_env,
+    start_scrapy,
+    with_store,
+)
 
 QUERY = "kill and resume"
 PAGES = 10
@@ -76,6 +85,36 @@ def wait_for_pages(
     )
 
 
+def wait_until_held(
+    process: subprocess.Popen[str], simulator: Simulator, engine: str, page: int, count: int = 1
+) -> None:
+    """Until `count` requests of `process` for the page the simulator holds wait for it."""
+    wait_for(
+        process,
+        lambda: simulator.held(engine, page, count, timeout_s=1),
+        f"asked for {engine}'s page {page}",
+    )
+
+
+def signal_while_held(
+    process: subprocess.Popen[str],
+    signum: int,
+    simulator: Simulator,
+    engine: str,
+    page: int,
+    heard_by: int = 1,
+) -> str:
+    """Send `signum` to `process` while the simulator holds its requests for the page, and
+    release them once `heard_by` crawls have said they received it: the pages in flight when
+    the signal came are answered after it. The process's stderr, once it has ended."""
+    said = Lines(process.stderr)
+    process.send_signal(signum)
+    said.wait_for(f"Received {signal.Signals(signum).name}", count=heard_by)
+    simulator.release(engine, page)
+    process.wait(timeout=60)
+    return said.text()
+
+
 def signal_after_pages(
     process: subprocess.Popen[str],
     db_path: Path,
@@ -119,13 +158,13 @@ def assert_whole_pages(db_path: Path) -> None:
 
 @pytest.mark.e2e
 def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_simulator, db_path):
-    simulator = start_simulator("--slow-at", "mojeek:5:8000")
+    simulator = start_simulator("--hold-at", "mojeek:5")
     env = scrapy_env(simulator, db_path)
 
     process = start_scrapy(*crawl_args("-a", "engine=mojeek"), env=env)
     wait_for_pages(process, db_path, 4)
-    # Killed while page 5 waits for its slow answer: asked, never stored.
-    wait_for(process, lambda: len(simulator.requests("mojeek")) == 5, "asked for page 5")
+    # Killed while page 5 waits for its held answer: asked, never stored.
+    wait_until_held(process, simulator, "mojeek", 5)
     process.kill()
     process.communicate(timeout=60)  # a zombie's pid would still look alive
     assert process.returncode == -signal.SIGKILL
@@ -139,6 +178,7 @@ def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_sim
 
     # No engine given: the interrupted crawl's own engine is used (and no browser loaded for
     # the engines it might have chosen).
+    simulator.release("mojeek", 5)
     result = run_scrapy(
         *crawl_args("-a", "resume=true"), env={**env, "LYRA_BROWSER_ENABLED": "false"}
     )
@@ -167,7 +207,7 @@ def test_a_killed_crawl_is_marked_interrupted_and_resumes_at_page_five(start_sim
 
 @pytest.mark.e2e
 def test_a_token_engine_refuses_to_resume_mid_crawl(start_simulator, db_path):
-    simulator = start_simulator("--slow-at", "duckduckgo:3:8000")
+    simulator = start_simulator("--hold-at", "duckduckgo:3")
     env = scrapy_env(simulator, db_path)
     kill_after_pages(crawl_args("-a", "engine=duckduckgo"), env, db_path, pages=2)
     before = len(simulator.requests())
@@ -184,13 +224,15 @@ def test_a_token_engine_refuses_to_resume_mid_crawl(start_simulator, db_path):
 @pytest.mark.e2e
 def test_a_crawl_sent_sigterm_ends_cancelled_keeps_its_pages_and_resumes(start_simulator, db_path):
     # openalex stops for good (an empty page 2) before the signal; mojeek is mid-crawl.
-    simulator = start_simulator("--slow-at", "mojeek:5:3000", "--empty-after", "openalex:1")
+    simulator = start_simulator("--hold-at", "mojeek:5", "--empty-after", "openalex:1")
     env = scrapy_env(simulator, db_path)
     args = crawl_args("-a", "engine=mojeek", "-a", "sources=serp,openalex")
     process = start_scrapy(*args, env=env)
     wait_for_pages(process, db_path, 2, "openalex")
+    wait_for_pages(process, db_path, 4, "mojeek")
+    wait_until_held(process, simulator, "mojeek", 5)
 
-    stderr = signal_after_pages(process, db_path, 4, signal.SIGTERM, source="mojeek")
+    stderr = signal_while_held(process, signal.SIGTERM, simulator, "mojeek", 5)
 
     assert process.returncode == 0, stderr[-3000:]
     assert "Received SIGTERM" in stderr and " ERROR: " not in stderr, stderr[-3000:]
@@ -205,7 +247,7 @@ def test_a_crawl_sent_sigterm_ends_cancelled_keeps_its_pages_and_resumes(start_s
         )
     ]
     # The page in flight when the signal came is fetched and stored; nothing after it.
-    assert kept in ([1, 2, 3, 4], [1, 2, 3, 4, 5]), kept
+    assert kept == [1, 2, 3, 4, 5], kept
     assert query["pages_fetched"] == len(kept) + 2
     openalex_asked = len(simulator.requests("openalex"))
 

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import query_db, run_scrapy, scrapy_env, start_scrapy
-from tests.reliability.test_kill_and_resume import assert_whole_pages, stored_pages
+from tests.reliability.test_kill_and_resume import (
+    assert_whole_pages,
+    wait_for_pages,
+    wait_until_held,
+)
 
 
 def mount(*args: str) -> subprocess.CompletedProcess:
@@ -53,16 +56,16 @@ def fill(folder: Path) -> None:
 @pytest.mark.e2e
 def test_a_full_disk_mid_crawl_stops_with_one_clear_error(start_simulator, small_disk):
     db_path = small_disk / "lyra.sqlite3"
-    simulator = start_simulator("--slow-at", "mojeek:4:1500")
+    simulator = start_simulator("--hold-at", "mojeek:4")
     process = start_scrapy(
         *("crawl", "serp", "-a", "query=disk full", "-a", "engine=mojeek"),
         *("-a", "serp_max_pages=8", "-a", "strategy=fixed", "-a", "sources=serp"),
         env=scrapy_env(simulator, db_path),
     )
-    deadline = time.monotonic() + 60
-    while stored_pages(db_path) < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for_pages(process, db_path, 3)
+    wait_until_held(process, simulator, "mojeek", 4)
     fill(small_disk)
+    simulator.release("mojeek", 4)
     _, stderr = process.communicate(timeout=120)
 
     assert process.returncode == 1, stderr[-3000:]
