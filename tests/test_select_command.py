@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import pytest_twisted
 
 from tests import onnx_models
@@ -70,6 +71,7 @@ def select(*args: str, env: dict[str, str] | None = None):
     return run_scrapy("select", *args, env=env or {})
 
 
+@pytest.mark.subprocess
 def test_select_on_a_corpus_answers_explains_and_exits_by_outcome(tmp_path: Path) -> None:
     corpus = str(corpus_file(tmp_path))
     env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}
@@ -100,6 +102,7 @@ def test_select_on_a_corpus_answers_explains_and_exits_by_outcome(tmp_path: Path
     assert json.loads(off_topic.stdout)["status"] == "no_relevant_evidence"
 
 
+@pytest.mark.subprocess
 def test_questions_file_and_conversation_carry_over_across_runs(tmp_path: Path) -> None:
     corpus = str(corpus_file(tmp_path))
     env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}
@@ -126,6 +129,7 @@ def test_questions_file_and_conversation_carry_over_across_runs(tmp_path: Path) 
     assert (tmp_path / "data" / "conversations" / "c1.json").is_file()
 
 
+@pytest.mark.subprocess
 def test_usage_config_and_model_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     corpus = str(corpus_file(tmp_path))
     env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}
