@@ -9,13 +9,8 @@ import pytest
 
 from benchmarks.simulated_papers import QUERIES, merge_errors, paper_records
 from lyra_crawl.papers.authors import same_surname, surname
-from lyra_crawl.papers.canonical import (
-    CanonicalPaper,
-    CanonicalPaperIndex,
-    PaperRecord,
-    is_generic_title,
-    normalize_title,
-)
+from lyra_crawl.papers.canonical import CanonicalPaper, CanonicalPaperIndex, PaperRecord
+from lyra_crawl.papers.title_normalization import is_generic_title, normalize_title
 from lyra_crawl.papers.titles import align_start
 
 TITLE = "Locally Adaptive Dimensionality Reduction for Indexing Large Time Series Databases"

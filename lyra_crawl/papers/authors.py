@@ -52,7 +52,7 @@ def name_words(authors: tuple[str, ...]) -> set[str]:
 
 
 # The same names come again and again: in every record of their authors, at each step of a save.
-# Sized as canonical._normalized_identifiers is.
+# Sized as identifiers._normalized_identifiers is.
 @lru_cache(maxsize=1 << 13)
 def surname(author: str) -> str | None:
     """Folded surname from "Given Family", "Family, Given", "Family GA" or "family g"."""

@@ -10,7 +10,7 @@ many queries and crawls found it:
   group's years, surnames, venues and identifiers together; a stored paper is that group again.
 * A stored paper is found through its blocks: one per identifier of its records
   (`doi:10.1/x`, `arxiv:…`, `pmid:…`) and the keys of each of their titles
-  (`canonical.title_block_keys`, the in-memory index's own blocking: word keys and edge keys).
+  (`blocking.title_block_keys`, the in-memory index's own blocking: word keys and edge keys).
   A title block holds at most `BLOCK_LIMIT` papers: once full it stops growing and is no
   longer read, as the in-memory index's blocks do, because it is made of common words and
   would compare each new paper with an ever larger share of the store.
@@ -18,7 +18,7 @@ many queries and crawls found it:
   could link it with: those sharing an identifier with it; those in its word or edge blocks
   with a title at least `TITLE_THRESHOLD` similar to one of its own (the index scores every
   title of its blocks); and those in its edge blocks whose title the index could link with one
-  of its own whatever the score (`canonical.titles_could_link`: a long common start, or one
+  of its own whatever the score (`title_links.titles_could_link`: a long common start, or one
   title ending the other). A superset of what the rules join, computed from titles alone.
 * Matching (`match_papers`) runs canonical.py's rules as they are, in ONE CanonicalPaperIndex
   per save: the candidates, each one group of its kept records ("stored" side), then the
@@ -38,19 +38,13 @@ from typing import Any
 
 from rapidfuzz import fuzz, process
 
-from lyra_crawl.papers.canonical import (
-    BLOCK_LIMIT,
-    TITLE_THRESHOLD,
-    CanonicalPaper,
-    CanonicalPaperIndex,
-    PaperRecord,
-    cited_words,
-    identifier_keys,
-    is_generic_title,
-    normalize_title,
-    title_block_keys,
-    titles_could_link,
-)
+from lyra_crawl.papers.assembly import CanonicalPaper
+from lyra_crawl.papers.blocking import BLOCK_LIMIT, title_block_keys
+from lyra_crawl.papers.canonical import CanonicalPaperIndex
+from lyra_crawl.papers.identifiers import identifier_keys
+from lyra_crawl.papers.records import PaperRecord
+from lyra_crawl.papers.title_links import TITLE_THRESHOLD, cited_words, titles_could_link
+from lyra_crawl.papers.title_normalization import is_generic_title, normalize_title
 
 __all__ = [
     "RECORDS_KEPT",
@@ -151,7 +145,7 @@ def stored_block_keys(kept: Sequence[Mapping[str, Any]]) -> set[str]:
 
 @dataclass(frozen=True)
 class KnownWords:
-    """Words of the author and venue fields of records (canonical.cited_words)."""
+    """Words of the author and venue fields of records (title_links.cited_words)."""
 
     names: frozenset[str] = frozenset()
     venues: frozenset[str] = frozenset()
@@ -238,7 +232,7 @@ class QueryPaper:
         titles of the papers in its title blocks, by id): those sharing an identifier; those of
         its word or edge blocks with a title at least TITLE_THRESHOLD similar to one of its own
         (one C loop per title); and those of its edge blocks whose title could be linked with
-        one of its own whatever its score (canonical.titles_could_link)."""
+        one of its own whatever its score (title_links.titles_could_link)."""
         found = set(members.sharing)
         owners: list[int] = []
         choices: list[str] = []
