@@ -29,8 +29,8 @@ _JOINED_KEY_LENGTH = 16
 def title_block_keys(normalized_title: str) -> tuple[list[str], list[str]]:
     """The blocking keys of a normalised title as text, its word keys and its edge keys (the
     index's own blocking, for a store's index of stored titles): a title is scored against the
-    titles sharing a word key, and those at least TITLE_THRESHOLD similar may be linked with it;
-    the titles sharing an edge key may be linked whatever their score."""
+    titles sharing a word key, and those similar to it (``title_links.similar_titles``) may be
+    linked with it; the titles sharing an edge key may be linked whatever their score."""
     word_keys, edge_keys = block_keys(tuple(normalized_title.split()))
     return [" ".join(key) for key in word_keys], [" ".join(key) for key in edge_keys]
 

@@ -29,21 +29,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rapidfuzz import fuzz, process
-
 from lyra_crawl.papers.assembly import Attribution, CanonicalPaper, canonical_paper
-from lyra_crawl.papers.authors import author_names
 from lyra_crawl.papers.blocking import BLOCK_LIMIT, block_keys
-from lyra_crawl.papers.corroboration import GroupFacts, corroborated
 from lyra_crawl.papers.identifiers import identifier_keys
+from lyra_crawl.papers.matcher import Matcher, trained_matcher
+from lyra_crawl.papers.pair_features import GroupFacts, pair_features, record_facts
 from lyra_crawl.papers.records import PaperRecord, RecordKind
-from lyra_crawl.papers.title_links import TITLE_THRESHOLD, CitedWords, TitleLink, venue_words
+from lyra_crawl.papers.title_links import CitedWords, TitleLink, similar_titles, title_features
 from lyra_crawl.papers.title_normalization import normalize_title, title_qualifier
 
 # The index's inputs and outputs, and the blocks' limit a store shares, are read from here too.
 __all__ = [
     "BLOCK_LIMIT",
-    "TITLE_THRESHOLD",
     "Attribution",
     "CanonicalPaper",
     "CanonicalPaperIndex",
@@ -64,7 +61,6 @@ class _Prepared:
     normalized_title: str
     id_keys: tuple[tuple[str, str], ...]
     facts: GroupFacts
-    name_words: set[str]
 
 
 @dataclass(slots=True)
@@ -86,10 +82,8 @@ class CanonicalPaperIndex:
     its first record, so a key can change to a smaller one when a later record joins two papers.
     """
 
-    def __init__(
-        self, *, title_threshold: float = TITLE_THRESHOLD, year_tolerance: int = 1
-    ) -> None:
-        self.title_threshold = title_threshold
+    def __init__(self, *, matcher: Matcher | None = None, year_tolerance: int = 1) -> None:
+        self.matcher = matcher or trained_matcher()
         self.year_tolerance = year_tolerance
         self._records: list[PaperRecord] = []
         self._parent: list[int] = []
@@ -184,19 +178,8 @@ class CanonicalPaperIndex:
         return len(self._records)
 
     def _prepare(self, record: PaperRecord, normalized_title: str) -> _Prepared:
-        id_keys = identifier_keys(record)
-        ids: dict[str, set[str]] = {}
-        for kind, value in id_keys:
-            ids.setdefault(kind, set()).add(value)
-        surnames, name_words = author_names(record.authors)
-        years = {record.year} if record.year is not None else set()
-        venue = set(venue_words(record.venue)) if record.venue else set()
-        return _Prepared(
-            normalized_title=normalized_title,
-            id_keys=id_keys,
-            facts=GroupFacts(years=years, surnames=surnames, ids=ids, venue_words=venue),
-            name_words=name_words,
-        )
+        facts = record_facts(record)
+        return _Prepared(normalized_title, identifier_keys(record), facts)
 
     def _add(self, record: PaperRecord, prepared: _Prepared, side: int = 0) -> int:
         index = len(self._records)
@@ -205,7 +188,7 @@ class CanonicalPaperIndex:
         if side:
             self._sides[index] = side
         self._facts[index] = prepared.facts
-        self._cited.names |= prepared.name_words
+        self._cited.names |= prepared.facts.name_words
         self._cited.venues |= prepared.facts.venue_words
         for key in prepared.id_keys:
             first = self._by_identifier.setdefault(key, index)
@@ -228,13 +211,7 @@ class CanonicalPaperIndex:
                 if (
                     own != other
                     and (not self._sides or self._may_join(own, other))
-                    and corroborated(
-                        self._facts[own],
-                        self._facts[other],
-                        link,
-                        year_tolerance=self.year_tolerance,
-                        name_words=self._cited.names,
-                    )
+                    and self._same_paper(own, other, link)
                 ):
                     self._union(own, other)
         title.groups.append(index)
@@ -251,7 +228,7 @@ class CanonicalPaperIndex:
             title_id = len(self._titles)
             words = tuple(normalized_title.split())
             title = _Title(normalized_title, words, title_qualifier(normalized_title), sides=side)
-            title.links.append(TitleLink(title_id))
+            title.links.append(TitleLink(title_id, title_features(words, words)))
             self._title_ids[normalized_title] = title_id
             self._titles.append(title)
             for block in self._link_title(title_id, side):
@@ -278,7 +255,8 @@ class CanonicalPaperIndex:
             dict.fromkeys(self._candidates(word_blocks, title, other_side) + edge_candidates)
         )
         if candidates:
-            similar = self._similar(title, candidates)
+            texts = [self._titles[c].text for c in candidates]
+            similar = [candidates[position] for position in similar_titles(title.text, texts)]
             # The same title with a citation or a subtitle around it shares its first or last
             # words, so only those blocks are searched for it.
             for other in dict.fromkeys(similar + edge_candidates):
@@ -287,22 +265,6 @@ class CanonicalPaperIndex:
                     title.links.append(link)
                     self._titles[other].links.append(link.reverse(title_id))
         return word_blocks + edge_blocks
-
-    def _similar(self, title: _Title, candidates: list[int]) -> list[int]:
-        """Candidates whose text scores at least the threshold.
-
-        The ratio is an edit similarity of the characters, spaces included, so words run
-        together cost a few points only ("deeplearning for image recognition": 1.4).
-        """
-        matches = process.extract(
-            title.text,
-            [self._titles[c].text for c in candidates],
-            scorer=fuzz.ratio,
-            processor=None,
-            score_cutoff=self.title_threshold,
-            limit=None,
-        )
-        return [candidates[position] for _, _, position in matches]
 
     def _candidates(self, blocks: list[list[int]], title: _Title, other_side: int) -> list[int]:
         """Distinct titles in blocks that are not full, with `title`'s qualifier; with
@@ -318,6 +280,23 @@ class CanonicalPaperIndex:
             for c in seen
             if titles[c].sides & other_side and titles[c].qualifier == qualifier and c not in linked
         ]
+
+    def _same_paper(self, a: int, b: int, link: TitleLink) -> bool:
+        """Whether two groups with linked titles are one paper, by the matcher's weights."""
+        values = self._pair_values(a, b, link)
+        return values is not None and self.matcher.same_paper(values)
+
+    def _pair_values(self, a: int, b: int, link: TitleLink) -> tuple[float, ...] | None:
+        """The matcher's features of two groups with linked titles, or None when an identifier
+        or their years keep them apart."""
+        values = pair_features(
+            self._facts[a],
+            self._facts[b],
+            link,
+            year_tolerance=self.year_tolerance,
+            name_words=self._cited.names,
+        )
+        return None if values is None else link.features + values
 
     def _may_join(self, a: int, b: int) -> bool:
         """Whether the title rules may join two groups: not when both have a side and it is

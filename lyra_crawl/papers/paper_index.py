@@ -16,7 +16,7 @@ many queries and crawls found it:
   would compare each new paper with an ever larger share of the store.
 * A paper's candidates (`QueryPaper.candidates`) are the stored papers the in-memory index
   could link it with: those sharing an identifier with it; those in its word or edge blocks
-  with a title at least `TITLE_THRESHOLD` similar to one of its own (the index scores every
+  with a title similar to one of its own (`title_links.similar_titles`; the index scores every
   title of its blocks); and those in its edge blocks whose title the index could link with one
   of its own whatever the score (`title_links.titles_could_link`: a long common start, or one
   title ending the other). A superset of what the rules join, computed from titles alone.
@@ -36,14 +36,12 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from rapidfuzz import fuzz, process
-
 from lyra_crawl.papers.assembly import CanonicalPaper
 from lyra_crawl.papers.blocking import BLOCK_LIMIT, title_block_keys
 from lyra_crawl.papers.canonical import CanonicalPaperIndex
 from lyra_crawl.papers.identifiers import identifier_keys
 from lyra_crawl.papers.records import PaperRecord
-from lyra_crawl.papers.title_links import TITLE_THRESHOLD, cited_words, titles_could_link
+from lyra_crawl.papers.title_links import cited_words, similar_titles, titles_could_link
 from lyra_crawl.papers.title_normalization import is_generic_title, normalize_title
 
 __all__ = [
@@ -230,8 +228,8 @@ class QueryPaper:
     def candidates(self, members: Members, titles: Mapping[int, Sequence[str]]) -> set[int]:
         """The stored papers the in-memory index could link with it (`titles`: the normalised
         titles of the papers in its title blocks, by id): those sharing an identifier; those of
-        its word or edge blocks with a title at least TITLE_THRESHOLD similar to one of its own
-        (one C loop per title); and those of its edge blocks whose title could be linked with
+        its word or edge blocks with a title similar to one of its own (similar_titles: C loops
+        per title); and those of its edge blocks whose title could be linked with
         one of its own whatever its score (title_links.titles_could_link)."""
         found = set(members.sharing)
         owners: list[int] = []
@@ -241,17 +239,7 @@ class QueryPaper:
                 owners.append(paper_id)
                 choices.append(title)
         for title in self.titles if choices else ():
-            found.update(
-                owners[position]
-                for _, _, position in process.extract(
-                    title,
-                    choices,
-                    scorer=fuzz.ratio,
-                    processor=None,
-                    score_cutoff=TITLE_THRESHOLD,
-                    limit=None,
-                )
-            )
+            found.update(owners[position] for position in similar_titles(title, choices))
         words = [tuple(title.split()) for title in self.titles]
         for paper_id in members.edge - found:
             if any(

@@ -1,6 +1,7 @@
 """A title as the paper merge compares it, and the titles it never merges by. Pure.
 
-``normalize_title`` folds what sources do differently to one title (entities, accents, case,
+``normalize_title`` folds what sources do differently to one title (entities, mis-encoded
+characters, accents, case,
 punctuation, a results page's "[PDF]" before it and its "..." where the page cut it short, a
 venue's label such as "(tutorial)"). Some titles name no one paper (``is_generic_title``:
 "Editorial", "Book reviews", …) and some name another item about a paper (``title_qualifier``:
@@ -12,6 +13,8 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+
+from ftfy import fix_encoding
 
 __all__ = ["GENERIC_START", "is_generic_title", "normalize_title", "title_qualifier"]
 
@@ -97,10 +100,11 @@ def title_qualifier(normalized_title: str) -> tuple[str, frozenset[str]]:
 
 
 def _fold(text: str) -> str:
-    """Lower-case text with HTML entities decoded and accents dropped (NFKD)."""
+    """Lower-case text with HTML entities decoded, text mis-encoded as another encoding's
+    characters repaired ("SchrÃ¶dinger", ``ftfy.fix_encoding``) and accents dropped (NFKD)."""
     if "&" in text:
         text = html.unescape(text)
     if text.isascii():
         return text.lower()
-    decomposed = unicodedata.normalize("NFKD", text)
+    decomposed = unicodedata.normalize("NFKD", fix_encoding(text))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()

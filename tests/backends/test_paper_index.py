@@ -12,7 +12,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from benchmarks.bench_canonical import NOISY_DEV_SET, noisy_dev_records
 from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.backends.paper_saving import StoredTitles, block_hash
 from lyra_crawl.backends.postgres.database import SCHEMA_VERSION as POSTGRES_VERSION
@@ -25,6 +24,7 @@ from lyra_crawl.papers.paper_index import stored_block_keys
 from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
 from tests.test_paper_index import real_dblp_acm
+from training.datasets import NOISY_DEV_SET, noisy_dev_records
 
 # The schema versions before the paper words (SQLite, PostgreSQL) and before blocks by hash.
 BEFORE_WORDS = {"sqlite": SQLITE_VERSION - 2, "postgresql": 4}
