@@ -527,8 +527,8 @@ def test_align_start(title: str, other_title: str, covered: tuple[int, int]) -> 
                 venue="VLDB",
             ),
         ),
-        (  # Google Scholar's label before a short title
-            serp("[PDF] Databases for GIS", year=1994),
+        (  # Google Scholar's label before a short title, its author line as it shows it
+            serp("[PDF] Databases for GIS", year=1994, authors=("CB Medeiros", "F Pires")),
             api(
                 "Databases for GIS", authors=("Claudia Bauzer Medeiros", "Fatima Pires"), year=1994
             ),

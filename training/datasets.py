@@ -14,7 +14,13 @@ its results pages and APIs show them, titled alike ("<Query>: <topic> of <subjec
 labelled by the simulator's ground truth (``benchmarks.simulated_papers``).
 
 A set is its records and its truth: the paper of each record (``entities``, every record
-labelled), or labelled pairs of records (``pairs``, for candidate pairs as Magellan ships them).
+labelled), or labelled pairs of records (``pairs``, for candidate pairs as Magellan ships them),
+and the years apart its records of one paper may be (``year_tolerance``, the index's own
+parameter): DBLP and ACM date a paper by its proceedings or issue, so a year apart there is
+another version (a journal's, a demo's), and Cora mostly labels it so too (21 judgements of one
+paper a year apart against 347 of two); they are judged as the index judges with
+``year_tolerance=0``, where a year apart never merges: the matcher learns what years that agree
+within the tolerance say, and the tolerance stays the user's to set.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class LabelledSet:
     records: list[PaperRecord]
     entities: list[str] | None = None
     pairs: list[tuple[int, int, bool]] | None = None
+    year_tolerance: int = 1
 
 
 def dblp_acm_records(folder: pathlib.Path) -> list[PaperRecord]:
@@ -85,7 +92,7 @@ def dblp_acm(folder: pathlib.Path) -> LabelledSet:
         else record.source_id or ""
         for record in records
     ]
-    return LabelledSet("dblp_acm", records, entities=entities)
+    return LabelledSet("dblp_acm", records, entities=entities, year_tolerance=0)
 
 
 def magellan_pairs(path: pathlib.Path) -> LabelledSet:
@@ -93,7 +100,8 @@ def magellan_pairs(path: pathlib.Path) -> LabelledSet:
     records, labelled = noisy_dev_records(path)
     position = {key: n for n, key in enumerate(records)}
     pairs = [(position[a], position[b], match) for a, b, match in labelled]
-    return LabelledSet(path.parent.name + "/" + path.stem, list(records.values()), pairs=pairs)
+    name = path.parent.name + "/" + path.stem
+    return LabelledSet(name, list(records.values()), pairs=pairs, year_tolerance=0)
 
 
 NoisyKey = tuple[str, str]
@@ -147,7 +155,7 @@ def cora(path: pathlib.Path = CORA) -> LabelledSet:
         )
         for number, row in enumerate(rows)
     ]
-    return LabelledSet("cora", records, entities=[row[1] for row in rows])
+    return LabelledSet("cora", records, entities=[row[1] for row in rows], year_tolerance=0)
 
 
 def simulated() -> LabelledSet:

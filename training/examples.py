@@ -43,18 +43,18 @@ class Examples:
 
 
 def examples(labelled: LabelledSet) -> Examples:
-    """The judgements the index makes on a labelled set (at the default year tolerance), with
+    """The judgements the index makes on a labelled set (at the set's year tolerance), with
     their truth."""
     if labelled.entities is not None:
         return _taught(labelled, labelled.entities)
-    return _paired(labelled)
+    return _paired(labelled, labelled.year_tolerance)
 
 
 class _Teacher(CanonicalPaperIndex):
     """An index in which the truth decides, keeping each judgement as an example."""
 
     def __init__(self, labelled: LabelledSet, entities: list[str]) -> None:
-        super().__init__(matcher=_UNUSED)
+        super().__init__(matcher=_UNUSED, year_tolerance=labelled.year_tolerance)
         self.entities = entities
         self.name = labelled.name
         self.found = Examples()
@@ -74,8 +74,8 @@ class _Teacher(CanonicalPaperIndex):
 class _PairJudge(CanonicalPaperIndex):
     """An index of two records that keeps the one judgement it makes."""
 
-    def __init__(self) -> None:
-        super().__init__(matcher=_UNUSED)
+    def __init__(self, year_tolerance: int) -> None:
+        super().__init__(matcher=_UNUSED, year_tolerance=year_tolerance)
         self.judged: tuple[float, ...] | None = None
 
     def _same_paper(self, a: int, b: int, link: TitleLink) -> bool:
@@ -89,7 +89,7 @@ def _taught(labelled: LabelledSet, entities: list[str]) -> Examples:
     return index.found
 
 
-def _paired(labelled: LabelledSet) -> Examples:
+def _paired(labelled: LabelledSet, year_tolerance: int) -> Examples:
     names: set[str] = set()
     venues: set[str] = set()
     for record in labelled.records:
@@ -98,7 +98,7 @@ def _paired(labelled: LabelledSet) -> Examples:
         venues |= venue_words
     found = Examples()
     for a, b, same in labelled.pairs or ():
-        index = _PairJudge()
+        index = _PairJudge(year_tolerance)
         index.know_words(names, venues)
         index.add_many((labelled.records[a], labelled.records[b]))
         if index.judged is not None:

@@ -55,7 +55,7 @@ _TREES = 100
 _LEAVES = 8
 _RATE = 0.1
 # How the probability may move with each feature, whatever the data: never down with more title
-# similarity, a shared author or a year agreeing; never up with words before the shared part,
+# similarity, a shared author or years agreeing; never up with words before the shared part,
 # subtitles that differ or authors listed and disjoint. Features left out may go either way.
 _MONOTONIC = {
     "title_ratio": 1,
@@ -66,7 +66,7 @@ _MONOTONIC = {
     "long_covered": 1,
     "short_words": 1,
     "lead_words": -1,
-    "year_equal": 1,
+    "years_agree": 1,
     "citation_read": 1,
     "subtitles_differ": -1,
     "author_shared": 1,
@@ -113,7 +113,12 @@ def scholar_set(folder: pathlib.Path, *, seed: int, damaged: str) -> LabelledSet
     copies = scholar_copies([clean.records[n] for n in copied], seed=seed)
     records: list[PaperRecord] = copies + [clean.records[n] for n in kept]
     entities = [clean.entities[n] for n in copied + kept]
-    return LabelledSet(f"scholar_{damaged}_{seed}", records, entities=entities)
+    return LabelledSet(
+        f"scholar_{damaged}_{seed}",
+        records,
+        entities=entities,
+        year_tolerance=clean.year_tolerance,
+    )
 
 
 def sibling_set(folder: pathlib.Path, *, seed: int) -> LabelledSet:
@@ -121,7 +126,8 @@ def sibling_set(folder: pathlib.Path, *, seed: int) -> LabelledSet:
     dblp = [record for record in dblp_acm(folder).records if record.source == "dblp"]
     alike = siblings(dblp, seed=seed)
     records = dblp + alike
-    return LabelledSet(f"siblings_{seed}", records, entities=[str(n) for n in range(len(records))])
+    entities = [str(n) for n in range(len(records))]
+    return LabelledSet(f"siblings_{seed}", records, entities=entities, year_tolerance=0)
 
 
 def fit(found: Examples) -> tuple[Matcher, dict[str, Any]]:

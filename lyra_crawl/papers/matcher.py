@@ -7,8 +7,8 @@ The matcher weighs ``FEATURES``: the titles' signals a link carries
 the features against thresholds and gives a number, their sum with ``base`` is the log-odds
 that the groups are one paper, and the matcher says so from ``threshold`` (a probability) on.
 Trees weigh signals together where the hand-set rules had to name each case (a title cut
-short with no year and garbled authors; a year one apart when both list authors and share
-none).
+short with no year and garbled authors; similar titles whose endings differ, with or without a
+shared author).
 
 The trees are learnt offline from public labelled sets by ``python -m
 training.train_matcher`` (``make train-matcher``; the data and its provenance:

@@ -8,9 +8,9 @@ tolerance — a paper and its journal version years later stay two papers unless
 links them. Otherwise ``pair_features`` gives the signals the matcher weighs
 (``matcher.Matcher``), each in [0, 1]:
 
-* the years: equal, one apart, or unknown on a side (a missing year never keeps groups apart),
-  and whether a side is a preprint (an arXiv id, a preprint server for venue), which is dated
-  before the paper it becomes, where another version a year apart is another paper;
+* the years: within the tolerance of each other (the index's ``year_tolerance``, the user's
+  to set: one year by default, for a preprint or an online-first year), or unknown on a side (a
+  missing year never keeps groups apart);
 * the words after a shared title (``TitleLink.extra``): a citation of the other group's paper
   only on its evidence (``cites``: a year, a surname it lists or a word of its venue among the
   first words, or two of its surnames), its years and names then counting as the group's own;
@@ -52,10 +52,8 @@ __all__ = [
 ]
 
 GROUP_FEATURES = (
-    "year_equal",
-    "year_one_apart",
+    "years_agree",
     "year_unknown",
-    "preprint",
     "citation_read",
     "one_subtitle",
     "subtitles_differ",
@@ -65,11 +63,6 @@ GROUP_FEATURES = (
     "venue_overlap",
 )
 _WORDS = re.compile(r"\W+")
-# Venue words of preprint servers: a preprint is dated before the paper it becomes.
-_PREPRINT_VENUES = frozenset(
-    {"arxiv", "biorxiv", "medrxiv", "chemrxiv", "techrxiv", "psyarxiv", "ssrn", "preprint"}
-    | {"preprints"}
-)
 # A name run together with others ("jfnaughton", "qluojfnaughton") shows a surname this long
 # inside it.
 _MIN_SURNAME_INSIDE = 4
@@ -154,10 +147,8 @@ def pair_features(
         second.surnames or name_words.intersection(other_cited)
     )
     return (
-        float(year_gap == 0),
-        float(year_gap == 1),
+        float(year_gap is not None),
         float(year_gap is None),
-        float(_preprint(first) or _preprint(second)),
         float(cited_here or cited_there),
         float(subtitle != other_subtitle),
         float(subtitle and other_subtitle and differ(link.extra, link.other_extra)),
@@ -216,11 +207,6 @@ def _named(names: Iterable[str], surnames: set[str]) -> set[str]:
         for surname in surnames
         if name[0] == surname[0] and same_surname(name, surname)
     }
-
-
-def _preprint(facts: GroupFacts) -> bool:
-    """Whether a group holds a preprint: an arXiv id, or a preprint server for venue."""
-    return "arxiv" in facts.ids or not _PREPRINT_VENUES.isdisjoint(facts.venue_words)
 
 
 def _name_overlap(words: set[str], other_words: set[str]) -> float:
