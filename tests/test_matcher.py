@@ -4,6 +4,7 @@ the documented training gives."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -14,7 +15,7 @@ import pytest
 from lyra_crawl.papers.canonical import CanonicalPaperIndex
 from lyra_crawl.papers.matcher import FEATURES, WEIGHTS_FILE, Matcher, trained_matcher
 from lyra_crawl.papers.records import PaperRecord
-from lyra_crawl.papers.title_links import TitleLink
+from lyra_crawl.papers.title_links import TitleLink, same_title_features, title_features
 from training.datasets import NOISY_DEV_SET, noisy_dev_records
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -78,6 +79,34 @@ def test_it_scores_the_same_pairs_the_same_in_every_process() -> None:
 
     assert len(here) > 100
     assert runs[0] == runs[1] == here
+
+
+@pytest.mark.parametrize(
+    "title",
+    ["adaptive sampling of soil moisture networks", "of the", "xml", "a b c d e f g h i j k l"],
+)
+def test_a_title_with_itself_has_the_features_it_would_score(title: str) -> None:
+    words = tuple(title.split())
+    assert same_title_features(words) == title_features(words, words)
+
+
+def test_the_trees_decide_as_their_whole_score_does() -> None:
+    matcher = trained_matcher()
+    records, _ = noisy_dev_records(NOISY_DEV_SET)
+    judged = []
+
+    class Judged(CanonicalPaperIndex):
+        def _same_paper(self, a: int, b: int, link: TitleLink) -> bool:
+            values = self._pair_values(a, b, link)
+            if values is not None:
+                judged.append(values)
+            return super()._same_paper(a, b, link)
+
+    Judged().add_many(records.values())
+    assert judged
+    assert [matcher.same_paper(v) for v in judged] == [
+        matcher.score(v) >= math.log(matcher.threshold / (1 - matcher.threshold)) for v in judged
+    ]
 
 
 def test_identifiers_decide_whatever_the_trees_say() -> None:

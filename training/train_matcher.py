@@ -61,7 +61,7 @@ _MONOTONIC = {
     "title_ratio": 1,
     "title_token_set": 1,
     "title_partial": 1,
-    "title_trigrams": 1,
+    "title_joined": 1,
     "short_covered": 1,
     "long_covered": 1,
     "short_words": 1,

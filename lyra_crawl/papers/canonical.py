@@ -35,7 +35,12 @@ from lyra_crawl.papers.identifiers import identifier_keys
 from lyra_crawl.papers.matcher import Matcher, trained_matcher
 from lyra_crawl.papers.pair_features import GroupFacts, pair_features, record_facts
 from lyra_crawl.papers.records import PaperRecord, RecordKind
-from lyra_crawl.papers.title_links import CitedWords, TitleLink, similar_titles, title_features
+from lyra_crawl.papers.title_links import (
+    CitedWords,
+    TitleLink,
+    same_title_features,
+    similar_titles,
+)
 from lyra_crawl.papers.title_normalization import normalize_title, title_qualifier
 
 # The index's inputs and outputs, and the blocks' limit a store shares, are read from here too.
@@ -228,7 +233,7 @@ class CanonicalPaperIndex:
             title_id = len(self._titles)
             words = tuple(normalized_title.split())
             title = _Title(normalized_title, words, title_qualifier(normalized_title), sides=side)
-            title.links.append(TitleLink(title_id, title_features(words, words)))
+            title.links.append(TitleLink(title_id, same_title_features(words)))
             self._title_ids[normalized_title] = title_id
             self._titles.append(title)
             for block in self._link_title(title_id, side):

@@ -50,14 +50,10 @@ class Tree:
     value: tuple[float, ...]
 
     def __call__(self, values: Sequence[float]) -> float:
-        node = 0
-        feature, threshold = self.feature, self.threshold
-        while feature[node] != _LEAF:
-            if values[feature[node]] <= threshold[node]:
-                node = self.below[node]
-            else:
-                node = self.above[node]
-        return self.value[node]
+        return _leaf(self.feature, self.threshold, self.below, self.above, self.value, values)
+
+    def leaves(self) -> list[float]:
+        return [value for node, value in enumerate(self.value) if self.feature[node] == _LEAF]
 
 
 @dataclass(frozen=True)
@@ -70,11 +66,22 @@ class Matcher:
     threshold: float
     # The threshold as log-odds: the same decision as the probability's, without exp.
     _cut: float = field(init=False, repr=False, compare=False)
+    # After each tree, the least and the most the trees after it can add: a decision is known
+    # as soon as no later tree can change it (most pairs are decided well before the last).
+    _least_after: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    _most_after: tuple[float, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not 0 < self.threshold < 1:
             raise ValueError(f"matcher: threshold must be in (0, 1) (got {self.threshold})")
         object.__setattr__(self, "_cut", math.log(self.threshold / (1 - self.threshold)))
+        least, most = ([0.0], [0.0]) if self.trees else ([], [])
+        for tree in reversed(self.trees[1:]):
+            leaves = tree.leaves()
+            least.append(least[-1] + min(leaves))
+            most.append(most[-1] + max(leaves))
+        object.__setattr__(self, "_least_after", tuple(reversed(least)))
+        object.__setattr__(self, "_most_after", tuple(reversed(most)))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Matcher:
@@ -101,13 +108,40 @@ class Matcher:
 
     def score(self, values: Sequence[float]) -> float:
         """The log-odds that the values of FEATURES are one paper's."""
-        return self.base + sum(tree(values) for tree in self.trees)
+        total = self.base
+        for tree in self.trees:
+            total += tree(values)
+        return total
 
     def probability(self, values: Sequence[float]) -> float:
         return 1 / (1 + math.exp(-self.score(values)))
 
     def same_paper(self, values: Sequence[float]) -> bool:
-        return self.score(values) >= self._cut
+        """Whether the score reaches the threshold, the trees read only until it is sure."""
+        total, cut = self.base, self._cut
+        for tree, least, most in zip(self.trees, self._least_after, self._most_after, strict=True):
+            total += _leaf(tree.feature, tree.threshold, tree.below, tree.above, tree.value, values)
+            if total + least >= cut:
+                return True
+            if total + most < cut:
+                return False
+        return total >= cut
+
+
+def _leaf(
+    feature: tuple[int, ...],
+    threshold: tuple[float, ...],
+    below: tuple[int, ...],
+    above: tuple[int, ...],
+    value: tuple[float, ...],
+    values: Sequence[float],
+) -> float:
+    """The value of the leaf a tree's nodes lead the values to (a function, not a method: the
+    matcher reads a hundred trees for each pair of groups)."""
+    node = 0
+    while (read := feature[node]) != _LEAF:
+        node = below[node] if values[read] <= threshold[node] else above[node]
+    return value[node]
 
 
 @lru_cache(maxsize=1)

@@ -12,8 +12,8 @@ are one, and whether the records are one paper, is the records' own evidence to 
 (``pair_features``), weighed by the matcher (``matcher``) with the titles' own signals a link
 carries (``TITLE_FEATURES``, each in [0, 1]): their similarity as characters (``fuzz.ratio``),
 as sets of words (``token_set_ratio``), of the shorter inside the longer (``partial_ratio``,
-for a title cut short), as letter triples of their content words run together (OCR damage,
-words split or joined), the share of each one's content words the other shows in any spelling
+for a title cut short), of their content words run together (OCR damage, words split or
+joined), the share of each one's content words the other shows in any spelling
 (containment both ways), how long the shorter is, the words before the part they share (another
 title's start, "design of X", or a citation before it), and how they are linked. Titles that
 name different numbers ("… workshop 8" and "… workshop 13", "… the Alps 156" and "… the Great
@@ -54,6 +54,7 @@ __all__ = [
     "TitleLink",
     "cited_words",
     "numbers_differ",
+    "same_title_features",
     "similar_titles",
     "title_features",
     "titles_could_link",
@@ -69,7 +70,7 @@ TITLE_FEATURES = (
     "title_ratio",
     "title_token_set",
     "title_partial",
-    "title_trigrams",
+    "title_joined",
     "short_covered",
     "long_covered",
     "short_words",
@@ -180,7 +181,7 @@ def title_features(
         fuzz.ratio(text, other_text) / 100,
         fuzz.token_set_ratio(text, other_text) / 100,
         fuzz.partial_ratio(short, long) / 100,
-        _trigram_overlap("".join(content), "".join(other_content)),
+        fuzz.ratio("".join(content), "".join(other_content)) / 100,
         sum(shown) / len(shown),
         sum(other_shown) / len(other_shown),
         min(len(content), _SPECIFIC_WORDS) / _SPECIFIC_WORDS,
@@ -200,19 +201,18 @@ def numbers_differ(words: tuple[str, ...], other_words: tuple[str, ...]) -> bool
     return bool(numbers) and bool(other_numbers) and numbers != other_numbers
 
 
+def same_title_features(words: tuple[str, ...]) -> tuple[float, ...]:
+    """``title_features`` of a title with itself, without scoring it: every title is linked
+    with itself, and most never with another."""
+    content = sum(word not in STOPWORDS for word in words) or len(words)
+    specific = min(content, _SPECIFIC_WORDS) / _SPECIFIC_WORDS
+    return (1.0, 1.0, 1.0, 1.0, 1.0, 1.0, specific, 0.0, 0.0, 0.0, 0.0)
+
+
 def _lead(words: list[str], shown: list[bool]) -> list[str]:
     """The words before the first the other title shows: another title's start ("design of
     X"), or a citation before the title."""
     return words[: shown.index(True)] if True in shown else words
-
-
-def _trigram_overlap(joined: str, other_joined: str) -> float:
-    """Jaccard similarity of the letter triples of two titles' content words run together."""
-    grams = {joined[i : i + 3] for i in range(len(joined) - 2)}
-    other_grams = {other_joined[i : i + 3] for i in range(len(other_joined) - 2)}
-    if not grams or not other_grams:
-        return float(joined == other_joined)
-    return len(grams & other_grams) / len(grams | other_grams)
 
 
 def _shown(words: list[str], other_words: list[str]) -> list[bool]:
