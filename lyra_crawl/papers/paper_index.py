@@ -20,13 +20,14 @@ many queries and crawls found it:
   title of its blocks); and those in its edge blocks whose title the index could link with one
   of its own whatever the score (`title_links.titles_could_link`: a long common start, or one
   title ending the other). A superset of what the rules join, computed from titles alone.
-* Matching (`match_papers`) runs canonical.py's rules as they are, in ONE CanonicalPaperIndex
-  per save: the candidates, each one group of its kept records ("stored" side), then the
-  query's papers that have candidates, each one group ("new" side). The index knows the words of
-  the author and venue fields of every stored record and of the query's (`KnownWords`), so a
-  citation around a title reads as it would in memory. Groups of one side never join each
-  other by the rules: two stored papers join only through a query's paper, and the query's
-  papers, merged with each other by the crawl, are not merged again.
+* Matching (`match_papers`) runs the canonical index as it is (its title links and its matcher,
+  `papers.matcher`), in ONE CanonicalPaperIndex per save: the candidates, each one group of its
+  kept records ("stored" side), then the query's papers that have candidates, each one group
+  ("new" side). The index knows the words of the author and venue fields of every stored record
+  and of the query's (`KnownWords`), so a citation around a title reads as it would in memory.
+  Groups of one side never join each other by the rules: two stored papers join only through a
+  query's paper, and the query's papers, merged with each other by the crawl, are not merged
+  again.
 """
 
 from __future__ import annotations
@@ -266,7 +267,7 @@ def match_papers(
     stored: Mapping[int, Sequence[Mapping[str, Any]]],
     words: KnownWords,
 ) -> list[Match]:
-    """Which stored papers the query's papers are, by canonical.py's rules in one index:
+    """Which stored papers the query's papers are, by the canonical index's links and matcher:
     `candidates` per paper (QueryPaper.candidates), `stored` their kept records by id, `words`
     those of every stored record's author and venue fields and of the query's records.
     One Match per paper of the result, in the order of the query's papers."""

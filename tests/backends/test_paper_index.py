@@ -92,6 +92,33 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreUnderTest:
     return postgres_store(request.getfixturevalue("postgres_url"), tmp_path)
 
 
+def test_two_queries_finding_a_paper_with_garbled_authors_and_no_identifier_store_one_row(store):
+    # The second query's record is a scholarly search engine's: no year, its title cut short
+    # and lower-cased, its author line given names only, mis-encoded.
+    async def work(backends: Backends):
+        first = await save_query(
+            backends, "soil moisture", api(year=2019, authors=("Jörg Müller", "Ana Okafor"))
+        )
+        second = await save_query(
+            backends,
+            "semi-arid catchments",
+            api(
+                source="semantic_scholar",
+                title=TITLE.lower().removesuffix(": a field trial"),
+                authors=("JÃ¶rg", "Ana"),
+            ),
+        )
+        other = await save_query(
+            backends, "grazing", api(title="Grazing Pressure and Shrub Encroachment", year=2019)
+        )
+        return [await links(backends, q) for q in (first, second, other)]
+
+    first, second, other = store.run(work)
+
+    assert first == second != other
+    assert None not in first + other
+
+
 def test_two_queries_finding_a_paper_by_title_and_year_alone_store_one_row(store):
     async def work(backends: Backends):
         first = await save_query(backends, "soil moisture", api(year=2019))
