@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 CHROMIUM ?= $(or $(LYRA_CHROMIUM_PATH),/usr/bin/chromium)
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
 
-.PHONY: install chromium servers demo test check lint audit bench clean
+.PHONY: install chromium servers demo test check lint audit bench train-matcher clean
 
 install: $(STAMP)
 
@@ -71,6 +71,11 @@ audit: install
 
 bench: install chromium
 	$(BIN)/python -m benchmarks
+
+# The paper matcher's trees from the labelled sets (training/README.md; DBLP-ACM from
+# ../shared/er or LYRA_SHARED_DIR): writes lyra_crawl/papers/matcher_weights.json.
+train-matcher: install
+	$(BIN)/python -m training.train_matcher
 
 clean:
 	rm -rf $(VENV) build *.egg-info data/demo.sqlite3

@@ -1,9 +1,9 @@
 """Packaging for Scrapyd eggs (`scrapyd-deploy`) and plain installs.
 
 The YAML config in config/ ships inside the package as lyra_crawl/bundled_config, so an egg
-finds it with importlib.resources, and the HTML reports' templates ship as package data
-(Jinja2's PackageLoader reads zipped eggs too). The backends' schema is Python
-(lyra_crawl/backends/tables.py and migrations.py): no SQL file to ship.
+finds it with importlib.resources; the HTML reports' templates (Jinja2's PackageLoader reads
+zipped eggs too) and the paper matcher's trees ship as package data. The backends' schema is
+Python (lyra_crawl/backends/tables.py and migrations.py): no SQL file to ship.
 """
 
 from setuptools import find_packages, setup
@@ -17,6 +17,8 @@ setup(
     package_data={
         "lyra_crawl.bundled_config": ["*.yaml"],
         "lyra_crawl.reports": ["templates/*"],
+        # The paper matcher's trees (make train-matcher).
+        "lyra_crawl.papers": ["matcher_weights.json"],
     },
     entry_points={"scrapy": ["settings = lyra_crawl.settings"]},
     python_requires=">=3.11",

@@ -4,7 +4,7 @@
 shape of a result derives from it: `SerpResult` (what a parser found on a page), the Scrapy item
 that carries it through the pipelines (`lyra_crawl.items.ResultItem`), the row that stores it
 (`lyra_crawl.backends.records.StoredItem`) and the paper merge's record
-(`lyra_crawl.papers.canonical.PaperRecord`).
+(`lyra_crawl.papers.records.PaperRecord`).
 """
 
 from __future__ import annotations

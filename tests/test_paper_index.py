@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from benchmarks.bench_canonical import NOISY_DEV_SET, dblp_acm_records, noisy_dev_records
 from lyra_crawl.papers.canonical import (
     BLOCK_LIMIT,
     CanonicalPaper,
@@ -31,6 +30,7 @@ from lyra_crawl.papers.paper_index import (
     stored_block_keys,
 )
 from tests.conftest import REALWORLD_DIR
+from training.datasets import NOISY_DEV_SET, dblp_acm_records, noisy_dev_records
 
 NO_WORDS = KnownWords()
 TITLE = "Adaptive Sampling of Soil Moisture Networks in Semi-Arid Catchments"
@@ -89,8 +89,17 @@ def test_a_candidate_is_judged_on_all_its_kept_records() -> None:
     # Its journal version (2016) alone is two years from a 2014 record; the group's years
     # together (the 2015 preprint as well) are one year from it, as in memory.
     journal = api(title="Heat Islands in Coastal Cities: A Case Study", year=2016, doi="10.1/j")
-    preprint = api(title="Heat islands in coastal cities", year=2015, authors=("Bo Novak",))
-    query = paper(api(title="Heat Islands in Coastal Cities - a case study.", year=2014))
+    preprint = api(
+        title="Heat islands in coastal cities", year=2015, authors=("Bo Novak",), venue="arXiv"
+    )
+    query = paper(
+        api(
+            title="Heat Islands in Coastal Cities - a case study.",
+            year=2014,
+            venue="arXiv",
+            authors=("B. Novak",),
+        )
+    )
 
     assert matched([query], {4: kept(journal, preprint)}) == [Match((0,), (4,))]
     assert matched([query], {5: kept(journal)}) == [Match((0,), ())]
@@ -171,19 +180,20 @@ def test_candidates_are_the_stored_papers_the_index_could_link() -> None:
         full_key: None,  # full: no longer read
     }
     titles = {
-        # The title and more: too long to be similar, but it starts with the whole title.
+        # The title and more: similar as words (all of the title's in it), not as characters.
         2: [
             "adaptive sampling of soil moisture networks in semi arid catchments of botswana and"
             " namibia a review of field trials"
         ],
-        3: ["adaptive sampling of the ocean"],  # starts alike, shares two content words only
+        3: ["adaptive sampling of the ocean"],  # starts alike: similar as words, just
         4: ["adaptive sampling of soil moisture network in semi arid catchment"],
         5: ["soil moisture networks in semi arid catchments"],  # the end only: a word block's
+        6: ["grazing pressure and shrub encroachment in rangelands"],
     }
 
-    members = query.members(blocks)
-    assert (members.sharing, members.edge, members.word) == ({1}, {2, 3}, {4, 5})
-    assert query.candidates(members, titles) == {1, 2, 4}
+    members = query.members(blocks | {word_key: [4, 5, 6]})
+    assert (members.sharing, members.edge, members.word) == ({1}, {2, 3}, {4, 5, 6})
+    assert query.candidates(members, titles) == {1, 2, 3, 4, 5}
     assert query.candidates(query.members(blocks | {edge_key: [5]}), titles) == {1, 4, 5}, (
         "the end of it"
     )

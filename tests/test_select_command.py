@@ -15,9 +15,6 @@ from tests import onnx_models
 from tests.conftest import edited_config, query_db, run_crawl, run_scrapy, scrapy_env
 from tests.test_paper_export import read_csv
 
-# Every test runs `scrapy select` as a process of its own.
-pytestmark = pytest.mark.subprocess
-
 CORPUS = [
     {
         "_id": "peat",
@@ -77,6 +74,7 @@ def select(*args: str, env: dict[str, str] | None = None):
     return run_scrapy("select", *args, env=env or {})
 
 
+@pytest.mark.subprocess
 def test_select_on_a_corpus_answers_explains_and_exits_by_outcome(tmp_path: Path) -> None:
     corpus = str(corpus_file(tmp_path))
     env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}
@@ -107,6 +105,7 @@ def test_select_on_a_corpus_answers_explains_and_exits_by_outcome(tmp_path: Path
     assert json.loads(off_topic.stdout)["status"] == "no_relevant_evidence"
 
 
+@pytest.mark.subprocess
 def test_questions_file_and_conversation_carry_over_across_runs(tmp_path: Path) -> None:
     corpus = str(corpus_file(tmp_path))
     env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}
@@ -133,6 +132,7 @@ def test_questions_file_and_conversation_carry_over_across_runs(tmp_path: Path) 
     assert (tmp_path / "data" / "conversations" / "c1.json").is_file()
 
 
+@pytest.mark.subprocess
 def test_usage_config_and_model_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     corpus = str(corpus_file(tmp_path))
     env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}
@@ -252,6 +252,7 @@ async def test_select_over_a_task_crawled_from_the_simulator(start_simulator, db
     )
 
 
+@pytest.mark.subprocess
 def test_a_corpus_index_is_kept_and_updated_and_a_recorded_selection_is_shown(tmp_path: Path):
     corpus = corpus_file(tmp_path)
     env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}

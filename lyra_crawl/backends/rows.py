@@ -60,6 +60,7 @@ ITEM_INSERT_COLUMNS = (
 )
 # Columns holding JSON lists.
 JSON_LIST_COLUMNS = frozenset({"authors"})
+_JSON = json.JSONDecoder()
 
 
 def instant(moment: datetime) -> str:
@@ -88,9 +89,17 @@ def decode_json(value: Any, default: Any) -> Any:
     """A JSON column's value: text is decoded (empty text is `default`), a decoded one kept."""
     if value is None:
         return default
-    if isinstance(value, str):
-        return json.loads(value) if value else default
-    return value
+    if not isinstance(value, str):
+        return value
+    if not value:
+        return default
+    # The columns hold json.dumps' text, which raw_decode reads whole at a third of json.loads'
+    # cost (its two whitespace scans); anything else is json.loads' to read or refuse.
+    try:
+        decoded, end = _JSON.raw_decode(value)
+    except ValueError:
+        end = -1
+    return decoded if end == len(value) else json.loads(value)
 
 
 def stored_item(row: Row) -> StoredItem:
@@ -130,10 +139,10 @@ def stale_parser(row: Row) -> StaleParser:
 
 def stored_paper(row: Row) -> StoredPaper:
     values = {name: row[name] for name in _field_names(StoredPaper)}
-    values["authors"] = tuple(decode_json(row["authors"], []))
-    values["external_ids"] = decode_json(row["external_ids"], {})
-    values["sources"] = tuple(decode_json(row["sources"], []))
-    values["fetch_urls"] = decode_json(row["fetch_urls"], {})
+    values["authors"] = tuple(decode_json(values["authors"], []))
+    values["external_ids"] = decode_json(values["external_ids"], {})
+    values["sources"] = tuple(decode_json(values["sources"], []))
+    values["fetch_urls"] = decode_json(values["fetch_urls"], {})
     return StoredPaper(**values)
 
 

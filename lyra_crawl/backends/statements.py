@@ -6,6 +6,7 @@ few statements with no common form are `Statement.per_dialect`, each saying what
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from sqlalchemy import (
@@ -35,7 +36,7 @@ from lyra_crawl.backends.dialects import (
     NoneOf,
     Statement,
 )
-from lyra_crawl.backends.records import RESUMABLE_STATUSES
+from lyra_crawl.backends.records import RESUMABLE_STATUSES, StoredPaper
 from lyra_crawl.backends.tables import (
     batch_entries,
     batch_rate_waits,
@@ -413,9 +414,11 @@ _FOUND = (
 FOUND_PAGE_IDS = Statement(
     f"SELECT item.paper_id {_FOUND} GROUP BY item.paper_id ORDER BY item.paper_id LIMIT :limit"
 )
+# StoredPaper's columns only: the rows' match_records (the merge's copy of every record) would
+# be read and dropped.
 FOUND_PAPERS = Statement(
-    f"SELECT * FROM papers WHERE id IN (SELECT item.paper_id {_FOUND}"
-    " AND item.paper_id <= :last_id) ORDER BY id"
+    f"SELECT {', '.join(field.name for field in fields(StoredPaper))} FROM papers"
+    f" WHERE id IN (SELECT item.paper_id {_FOUND} AND item.paper_id <= :last_id) ORDER BY id"
 )
 FOUND_BY = Statement(
     "SELECT item.paper_id, query.query_text, COALESCE(item.fused_rank, item.rank) AS rank"

@@ -1,11 +1,12 @@
 """Author names as merge evidence: surnames, the words of a name, and tolerant surname matching.
 
 Pure. Records name authors in every shape: "Given Family", "Family, Given", "Family GA" (PubMed),
-"G. Family" or "GA Family" (Google Scholar), lower-cased and accented or not, the list in any
-order, a name cut short ("Gibbon" for "Gibbons") or misspelt ("Goldring" for "Golding"). Two
-surnames are the same when they are equal after folding; otherwise they must start with the same
-letter and be equal but for a transliterated umlaut ("Pöss", "Poess"), or, five letters long at
-least, one be the start of the other or the two one edit apart.
+"G. Family" or "GA Family" (Google Scholar), lower-cased and accented or not, mis-encoded
+("MÃ¼ller"), the list in any order, a name cut short ("Gibbon" for "Gibbons") or misspelt
+("Goldring" for "Golding"). Two surnames are the same when they are equal after folding;
+otherwise they must start with the same letter and be equal but for a transliterated umlaut
+("Pöss", "Poess"), or, five letters long at least, one be the start of the other or the two one
+edit apart.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from ftfy import fix_encoding
 from rapidfuzz.distance import Levenshtein
 
 __all__ = ["author_names", "fold_name", "name_words", "same_surname", "surname"]
@@ -29,10 +31,13 @@ _MIN_TOLERANT_LENGTH = 5
 
 
 def fold_name(text: str) -> str:
-    """Lower-case ASCII letters and spaces: entities decoded, accents dropped, ß as ss."""
+    """Lower-case ASCII letters and spaces: entities decoded, text mis-encoded as another
+    encoding's characters repaired ("JÃ¶rg" for "Jörg", ``ftfy.fix_encoding``), accents
+    dropped, ß as ss."""
     if "&" in text:
         text = html.unescape(text)
     if not text.isascii():
+        text = fix_encoding(text)
         decomposed = unicodedata.normalize("NFKD", text.replace("ß", "ss"))
         text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
     return " ".join(_NON_LETTER.sub(" ", text.lower()).split())
@@ -52,7 +57,7 @@ def name_words(authors: tuple[str, ...]) -> set[str]:
 
 
 # The same names come again and again: in every record of their authors, at each step of a save.
-# Sized as canonical._normalized_identifiers is.
+# Sized as identifiers._normalized_identifiers is.
 @lru_cache(maxsize=1 << 13)
 def surname(author: str) -> str | None:
     """Folded surname from "Given Family", "Family, Given", "Family GA" or "family g"."""

@@ -10,23 +10,24 @@ many queries and crawls found it:
   group's years, surnames, venues and identifiers together; a stored paper is that group again.
 * A stored paper is found through its blocks: one per identifier of its records
   (`doi:10.1/x`, `arxiv:…`, `pmid:…`) and the keys of each of their titles
-  (`canonical.title_block_keys`, the in-memory index's own blocking: word keys and edge keys).
+  (`blocking.title_block_keys`, the in-memory index's own blocking: word keys and edge keys).
   A title block holds at most `BLOCK_LIMIT` papers: once full it stops growing and is no
   longer read, as the in-memory index's blocks do, because it is made of common words and
   would compare each new paper with an ever larger share of the store.
 * A paper's candidates (`QueryPaper.candidates`) are the stored papers the in-memory index
   could link it with: those sharing an identifier with it; those in its word or edge blocks
-  with a title at least `TITLE_THRESHOLD` similar to one of its own (the index scores every
+  with a title similar to one of its own (`title_links.similar_titles`; the index scores every
   title of its blocks); and those in its edge blocks whose title the index could link with one
-  of its own whatever the score (`canonical.titles_could_link`: a long common start, or one
+  of its own whatever the score (`title_links.titles_could_link`: a long common start, or one
   title ending the other). A superset of what the rules join, computed from titles alone.
-* Matching (`match_papers`) runs canonical.py's rules as they are, in ONE CanonicalPaperIndex
-  per save: the candidates, each one group of its kept records ("stored" side), then the
-  query's papers that have candidates, each one group ("new" side). The index knows the words of
-  the author and venue fields of every stored record and of the query's (`KnownWords`), so a
-  citation around a title reads as it would in memory. Groups of one side never join each
-  other by the rules: two stored papers join only through a query's paper, and the query's
-  papers, merged with each other by the crawl, are not merged again.
+* Matching (`match_papers`) runs the canonical index as it is (its title links and its matcher,
+  `papers.matcher`), in ONE CanonicalPaperIndex per save: the candidates, each one group of its
+  kept records ("stored" side), then the query's papers that have candidates, each one group
+  ("new" side). The index knows the words of the author and venue fields of every stored record
+  and of the query's (`KnownWords`), so a citation around a title reads as it would in memory.
+  Groups of one side never join each other by the rules: two stored papers join only through a
+  query's paper, and the query's papers, merged with each other by the crawl, are not merged
+  again.
 """
 
 from __future__ import annotations
@@ -36,21 +37,13 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any
 
-from rapidfuzz import fuzz, process
-
-from lyra_crawl.papers.canonical import (
-    BLOCK_LIMIT,
-    TITLE_THRESHOLD,
-    CanonicalPaper,
-    CanonicalPaperIndex,
-    PaperRecord,
-    cited_words,
-    identifier_keys,
-    is_generic_title,
-    normalize_title,
-    title_block_keys,
-    titles_could_link,
-)
+from lyra_crawl.papers.assembly import CanonicalPaper
+from lyra_crawl.papers.blocking import BLOCK_LIMIT, title_block_keys
+from lyra_crawl.papers.canonical import CanonicalPaperIndex
+from lyra_crawl.papers.identifiers import identifier_keys
+from lyra_crawl.papers.records import PaperRecord
+from lyra_crawl.papers.title_links import cited_words, similar_titles, titles_could_link
+from lyra_crawl.papers.title_normalization import is_generic_title, normalize_title
 
 __all__ = [
     "RECORDS_KEPT",
@@ -151,7 +144,7 @@ def stored_block_keys(kept: Sequence[Mapping[str, Any]]) -> set[str]:
 
 @dataclass(frozen=True)
 class KnownWords:
-    """Words of the author and venue fields of records (canonical.cited_words)."""
+    """Words of the author and venue fields of records (title_links.cited_words)."""
 
     names: frozenset[str] = frozenset()
     venues: frozenset[str] = frozenset()
@@ -236,9 +229,9 @@ class QueryPaper:
     def candidates(self, members: Members, titles: Mapping[int, Sequence[str]]) -> set[int]:
         """The stored papers the in-memory index could link with it (`titles`: the normalised
         titles of the papers in its title blocks, by id): those sharing an identifier; those of
-        its word or edge blocks with a title at least TITLE_THRESHOLD similar to one of its own
-        (one C loop per title); and those of its edge blocks whose title could be linked with
-        one of its own whatever its score (canonical.titles_could_link)."""
+        its word or edge blocks with a title similar to one of its own (similar_titles: C loops
+        per title); and those of its edge blocks whose title could be linked with
+        one of its own whatever its score (title_links.titles_could_link)."""
         found = set(members.sharing)
         owners: list[int] = []
         choices: list[str] = []
@@ -247,17 +240,7 @@ class QueryPaper:
                 owners.append(paper_id)
                 choices.append(title)
         for title in self.titles if choices else ():
-            found.update(
-                owners[position]
-                for _, _, position in process.extract(
-                    title,
-                    choices,
-                    scorer=fuzz.ratio,
-                    processor=None,
-                    score_cutoff=TITLE_THRESHOLD,
-                    limit=None,
-                )
-            )
+            found.update(owners[position] for position in similar_titles(title, choices))
         words = [tuple(title.split()) for title in self.titles]
         for paper_id in members.edge - found:
             if any(
@@ -284,7 +267,7 @@ def match_papers(
     stored: Mapping[int, Sequence[Mapping[str, Any]]],
     words: KnownWords,
 ) -> list[Match]:
-    """Which stored papers the query's papers are, by canonical.py's rules in one index:
+    """Which stored papers the query's papers are, by the canonical index's links and matcher:
     `candidates` per paper (QueryPaper.candidates), `stored` their kept records by id, `words`
     those of every stored record's author and venue fields and of the query's records.
     One Match per paper of the result, in the order of the query's papers."""

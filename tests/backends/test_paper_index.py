@@ -12,7 +12,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from benchmarks.bench_canonical import NOISY_DEV_SET, noisy_dev_records
 from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.backends.migrations import HEAD
 from lyra_crawl.backends.paper_saving import StoredTitles, block_hash
@@ -24,6 +23,7 @@ from lyra_crawl.papers.paper_index import stored_block_keys
 from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
 from tests.test_paper_index import real_dblp_acm
+from training.datasets import NOISY_DEV_SET, noisy_dev_records
 
 # The schema versions before the paper words and before blocks by hash, as the releases that
 # wrote them numbered them (PostgreSQL's numbers were one behind until backends.migrations).
@@ -83,6 +83,33 @@ def api(title: str = TITLE, source: str = "openalex", **fields: Any) -> PaperRec
 
 def serp(title: str = TITLE, **fields: Any) -> PaperRecord:
     return PaperRecord(source="mojeek", title=title, kind="serp", **fields)
+
+
+def test_two_queries_finding_a_paper_with_garbled_authors_and_no_identifier_store_one_row(store):
+    # The second query's record is a scholarly search engine's: no year, its title cut short
+    # and lower-cased, its author line given names only, mis-encoded.
+    async def work(backends: Backends):
+        first = await save_query(
+            backends, "soil moisture", api(year=2019, authors=("Jörg Müller", "Ana Okafor"))
+        )
+        second = await save_query(
+            backends,
+            "semi-arid catchments",
+            api(
+                source="semantic_scholar",
+                title=TITLE.lower().removesuffix(": a field trial"),
+                authors=("JÃ¶rg", "Ana"),
+            ),
+        )
+        other = await save_query(
+            backends, "grazing", api(title="Grazing Pressure and Shrub Encroachment", year=2019)
+        )
+        return [await links(backends, q) for q in (first, second, other)]
+
+    first, second, other = store.run(work)
+
+    assert first == second != other
+    assert None not in first + other
 
 
 def test_two_queries_finding_a_paper_by_title_and_year_alone_store_one_row(store):

@@ -17,6 +17,12 @@ from bibtexparser.middlewares.names import InvalidNameError, parse_single_name_i
 
 # PubMed's form: a family name, then up to three capital initials.
 _INITIALS_LAST = re.compile(r"^(?P<family>[^,]+?) (?P<initials>[A-Z]{1,3})$")
+# Most names, told at once to need none of author_name's checks: two or more words (one space
+# apart), each starting with a capital A-Z, none of them "and" in any case, the last not PubMed's
+# initials, and no comma, brace or backslash.
+_PLAIN = re.compile(
+    r"(?:(?!(?i:and) )[A-Z][^ ,{}\\]* )+(?![A-Z]{1,3}$)(?!(?i:and)$)[A-Z][^ ,{}\\]*"
+)
 
 
 class AuthorName(NamedTuple):
@@ -32,14 +38,16 @@ class AuthorName(NamedTuple):
     @property
     def family_name(self) -> str:
         """The family name with its particle."""
-        return " ".join(filter(None, (self.particle, self.family)))
+        return f"{self.particle} {self.family}" if self.particle else self.family
 
     def inverted(self) -> str:
         """ "Family, Given" (RIS's form; "Family, Given, Suffix" with a suffix); a literal name
         as it is."""
         if self.literal:
             return self.literal
-        return ", ".join(filter(None, (self.family_name, self.given, self.suffix)))
+        if self.particle or self.suffix or not (self.family and self.given):
+            return ", ".join(filter(None, (self.family_name, self.given, self.suffix)))
+        return f"{self.family}, {self.given}"
 
 
 def _unsplittable(name: str) -> bool:
@@ -64,14 +72,22 @@ def author_name(display: str) -> AuthorName:
     """`display` split into its parts; whitespace runs become one space."""
     words = display.split()
     name = " ".join(words)
-    if _unsplittable(name):
-        return AuthorName(literal=name)
-    if pubmed := _INITIALS_LAST.match(name):
-        name = f"{pubmed['family']}, {pubmed['initials']}"
-    elif words and "," not in name and _capitalised("".join([word[0] for word in words])):
-        # What BibTeX's split gives a name of capitalised words and no comma (most names),
-        # without its character-by-character scan: the last word is the family name.
-        return AuthorName(family=words[-1], given=" ".join(words[:-1]))
+    if _PLAIN.fullmatch(name) is None:
+        if _unsplittable(name):
+            return AuthorName(literal=name)
+        pubmed = _INITIALS_LAST.match(name)
+        if not words or "," in name or not _capitalised("".join([word[0] for word in words])):
+            return _split(f"{pubmed['family']}, {pubmed['initials']}" if pubmed else name)
+        if pubmed:
+            # BibTeX's split of "Family, JR" when the family's words are capitalised.
+            return AuthorName(pubmed["family"], pubmed["initials"])
+    # What BibTeX's split gives a name of capitalised words and no comma (most names),
+    # without its character-by-character scan: the last word is the family name.
+    return AuthorName(words[-1], " ".join(words[:-1]))
+
+
+def _split(name: str) -> AuthorName:
+    """`name` split by BibTeX's rules (the library's scan)."""
     try:
         parts = parse_single_name_into_parts(name)
     except InvalidNameError:

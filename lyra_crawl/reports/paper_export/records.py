@@ -60,9 +60,8 @@ class ExportedPaper(NamedTuple):
 def exported(found: FoundPaper) -> ExportedPaper:
     paper = found.paper
     title = clean(paper.title)
-    authors = tuple(
-        author_name(name) for name in map(clean, paper.authors) if name and not name.isspace()
-    )
+    names = paper.authors if "".join(paper.authors).isprintable() else map(clean, paper.authors)
+    authors = tuple([author_name(name) for name in names if name and not name.isspace()])
     return ExportedPaper(
         paper_id=paper.id,
         key=citation_key(paper.id, authors, paper.year, title),
@@ -77,7 +76,7 @@ def exported(found: FoundPaper) -> ExportedPaper:
             next((paper.fetch_urls[k] for k in URL_KINDS if k in paper.fetch_urls), None)
         ),
         abstract=clean_or_none(paper.abstract),
-        keywords=tuple(clean(query) for query in found.queries),
+        keywords=tuple(map(clean, found.queries)),
         sources=paper.sources,
         attribution=paper.attribution,
         evidence=paper.evidence,
@@ -101,6 +100,12 @@ def clean_or_none(text: str | None) -> str | None:
 
 def one_line(text: str) -> str:
     """`text` on one line: every run of whitespace (line breaks too) one space."""
+    if text.isprintable():
+        # Its only whitespace is the space (every other kind is unprintable): runs of spaces
+        # folded in place, without a string a word as split() makes.
+        while "  " in text:
+            text = text.replace("  ", " ")
+        return text.strip(" ")
     return " ".join(text.split())
 
 
@@ -126,5 +131,6 @@ def citation_key(
 
 def _ascii_word(text: str) -> str:
     """The ASCII letters and digits of `text`, accents dropped, in lower case."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return _NOT_KEY.sub("", decomposed.encode("ascii", "ignore").decode().lower())
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return _NOT_KEY.sub("", text.lower())

@@ -5,6 +5,7 @@ page is held, so memory stays flat whatever the number of papers."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
@@ -71,13 +72,20 @@ async def export_papers(
     written = found = 0
     writer.start()
     coming = page_after(0)
+    # Reading and writing papers makes no reference cycles: what a page allocates goes when the
+    # page is written, and the cyclic collector's passes over the whole process (Scrapy's
+    # modules and all) would cost a fifth of the time.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         while page := await coming:
             coming = page_after(page[-1].paper.id)
-            kept = [exported(p) for p in page if keeps(facets, paper_facets(p.paper))]
+            kept = [exported(p) for p in page if not facets or keeps(facets, paper_facets(p.paper))]
             writer.write(kept)
             written, found = written + len(kept), found + len(page)
     finally:
         coming.cancel()
+        if collecting:
+            gc.enable()
     writer.finish()
     return written, found
