@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 
 from lyra_crawl.backends.records import FoundPaper, StoredPaper
-from lyra_crawl.papers.facets import PaperFacets
+from lyra_crawl.papers.facets import chosen_facets, keeps, paper_facets
 from lyra_crawl.reports.paper_export import records
 from lyra_crawl.reports.paper_export.names import AuthorName, author_name
 from lyra_crawl.reports.paper_export.records import exported
@@ -512,7 +512,7 @@ def test_facets_keep_the_papers_in_the_year_range_of_the_named_sources_and_kinds
     papers = [found.paper for found in HOSTILE]
 
     def kept(**facets: Any) -> list[int]:
-        return [p.id for p in papers if PaperFacets(**facets).admits(p)]
+        return [p.id for p in papers if keeps(chosen_facets(**facets), paper_facets(p))]
 
     assert kept() == [11, 12, 13, 14, 15]
     assert kept(year_from=2019, year_to=2020) == [11, 13]
@@ -521,9 +521,9 @@ def test_facets_keep_the_papers_in_the_year_range_of_the_named_sources_and_kinds
     assert kept(attributions=frozenset({"api_only", "serp_only"})) == [12, 13, 15]
     assert kept(evidence=frozenset({"fetch"}), sources=frozenset({"crossref"})) == [14]
     with pytest.raises(ValueError, match="year range 2021-2019 is empty"):
-        PaperFacets(year_from=2021, year_to=2019)
+        chosen_facets(year_from=2021, year_to=2019)
     with pytest.raises(ValueError, match="unknown attribution 'web': use one of both"):
-        PaperFacets(attributions=frozenset({"web"}))
+        chosen_facets(attributions=frozenset({"web"}))
 
 
 # -- a task crawled from the simulator, through the command ------------------------------------
@@ -673,6 +673,7 @@ async def test_the_command_keeps_the_papers_its_facets_name_and_refuses_bad_argu
         ("--task", "nope", "--format", "ris"): (1, "task 'nope' is not in the store"),
         ("--batch", "9", "--format", "ris"): (1, "batch 9 is not in the store"),
         ("--query-id", "99", "--format", "ris"): (1, "query 99 is not in the store"),
+        ("--selection", "99", "--format", "ris"): (1, "selection 99 is not in the store"),
         ("--task", "coasts", "--batch", "1", "--format", "ris"): (2, "not allowed with"),
         ("--task", "coasts", "-o", str(tmp_path / "missing" / "x.ris")): (2, "cannot write"),
     }

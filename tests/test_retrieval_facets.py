@@ -7,8 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from lyra_crawl.backends.records import StoredPaper
 from lyra_crawl.config import ConfigError, load_config, parse_config
+from lyra_crawl.papers.facets import chosen_facets, keeps, paper_facets
 from lyra_crawl.retrieval import Document, FacetFilter
+from lyra_crawl.retrieval.collected import paper_document
 from lyra_crawl.retrieval.facets import (
     ConversationError,
     ConversationsInFolder,
@@ -83,6 +86,38 @@ def test_filters_keep_the_documents_whose_facets_match() -> None:
     assert kept(detect("on openalex since 2020", RULES)[0]) == ["b"]
     assert kept(detect("site:example.org", RULES)[0]) == ["d"]
     assert kept(()) == ["a", "b", "c", "d"]
+
+
+def test_export_papers_and_select_narrow_a_paper_with_the_same_filter() -> None:
+    # One filter: the options of `scrapy export-papers` and the words of a question build the
+    # same FacetFilter, and a stored paper has the same facets for both.
+    papers = [
+        StoredPaper(1, "Peat", "peat", "both", year=2019, sources=("arxiv", "openalex")),
+        StoredPaper(2, "Haze", "haze", "api_only", year=2021, sources=("pubmed",)),
+        StoredPaper(3, "Bogs", "bogs", "serp_only", year=2022, sources=("arxiv",)),
+        StoredPaper(4, "Fens", "fens", "both", sources=("arxiv",), evidence="abstract"),
+    ]
+    named, _ = detect("peat papers on arxiv since 2020 found by both", RULES)
+    chosen = chosen_facets(year_from=2020, sources={"arxiv"}, attributions={"both"})
+    assert {(f.field, f.match, f.values, f.low, f.high) for f in named} == {
+        (f.field, f.match, f.values, f.low, f.high) for f in chosen
+    }
+    documents = [paper_document(p) for p in papers]
+    assert [d.facets for d in documents] == [paper_facets(p) for p in papers]
+    for filters in [
+        chosen_facets(year_from=2020, sources={"arxiv"}),
+        chosen_facets(year_to=2019),
+        chosen_facets(attributions={"both"}, evidence={"abstract"}),
+    ]:
+        by_export = [p.id for p in papers if keeps(filters, paper_facets(p))]
+        _, mask = decide(filters, (), "", documents)
+        assert [d.id for d, k in zip(documents, mask, strict=True) if k] == [
+            f"paper:{i}" for i in by_export
+        ]
+    assert [p.id for p in papers if keeps(chosen_facets(year_from=2020), paper_facets(p))] == [
+        2,
+        3,
+    ], "a paper of unknown year is outside any year range"
 
 
 def test_a_facet_that_matches_nothing_says_so_and_which_values_there_are() -> None:

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import pytest_twisted
 
+from lyra_crawl.commands.select import CANDIDATES_HEAD
 from tests import onnx_models
 from tests.conftest import edited_config, query_db, run_crawl, run_scrapy, scrapy_env
+from tests.test_paper_export import read_csv
 
 CORPUS = [
     {
@@ -220,7 +223,8 @@ async def test_select_over_a_task_crawled_from_the_simulator(start_simulator, db
         "SELECT id, title, abstract, year FROM papers WHERE evidence = 'abstract' "
         "ORDER BY id LIMIT 1",
     )
-    topic = paper["title"].split(": ", 1)[1]
+    # What the paper is about: after "Peat Bogs: " (an API that repunctuates: "Peat Bogs - ").
+    topic = re.split(r": | - ", paper["title"], maxsplit=1)[-1]
     found = select(topic, "--task", "peat", "--json", env=env)
     assert found.returncode == 0, found.stderr
     answer = json.loads(found.stdout)
@@ -246,3 +250,108 @@ async def test_select_over_a_task_crawled_from_the_simulator(start_simulator, db
     assert unknown.stderr.strip() == (
         "error: task 'nope' has no query: check the id (scrapy report lists them)"
     )
+
+
+@pytest.mark.subprocess
+def test_a_corpus_index_is_kept_and_updated_and_a_recorded_selection_is_shown(tmp_path: Path):
+    corpus = corpus_file(tmp_path)
+    env = {"LYRA_DATA_DIR": str(tmp_path / "data"), "LYRA_DB_PATH": str(tmp_path / "x.sqlite3")}
+    first = select("peat fires", "--corpus", str(corpus), "--json", env=env)
+    assert first.returncode == 0, first.stderr
+    assert "index built in " in first.stderr and "selection_id" not in json.loads(first.stdout)
+    assert not (tmp_path / "x.sqlite3").exists(), "a corpus selection needs no store"
+    again = select("peat fires", "--corpus", str(corpus), "--json", "--record", env=env)
+    assert "index loaded in " in again.stderr and "7 documents, 7 chunks, unchanged" in (
+        again.stderr
+    )
+    recorded = json.loads(again.stdout)
+    shown = select("--show", str(recorded["selection_id"]), env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert f"over corpus {corpus.resolve()}" in shown.stdout
+    assert "question: peat fires" in shown.stdout and "1. [peat] final " in shown.stdout
+    refused = run_scrapy(
+        "export-papers", "--selection", str(recorded["selection_id"]), "--format", "ris", env=env
+    )
+    assert refused.returncode == 1
+    assert f"ran on corpus {corpus.resolve()}, not on the store's papers" in refused.stderr
+
+    with corpus.open("a") as more:
+        more.write(json.dumps({"_id": "bog", "title": "Bog fires", "text": "Bogs burn."}) + "\n")
+    updated = select("bog fires", "--corpus", str(corpus), "--json", env=env)
+    assert "index updated in " in updated.stderr and "8 documents, 8 chunks; 1 new" in (
+        updated.stderr
+    )
+    assert json.loads(updated.stdout)["hits"][0]["document_id"] == "bog"
+    missing = select("--show", "99", env=env)
+    assert missing.returncode == 2
+    assert "the store (LYRA_DB_URL) has no selection 99" in missing.stderr
+    assert select("q", "--task", "t", "--record", env=env).returncode == 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_tasks_kept_index_is_updated_when_a_crawl_adds_papers_and_selections_export(
+    start_simulator, db_path, tmp_path
+):
+    simulator = start_simulator("--results-total", "20")
+    crawl = {
+        "engine": "duckduckgo",
+        "sources": "serp,openalex,arxiv",
+        "serp_max_pages": 1,
+        "strategy": "fixed",
+        "task_id": "peat",
+    }
+    await run_crawl(simulator, db_path, query="peat bogs", **crawl)
+    env = {**scrapy_env(simulator, db_path), "LYRA_DATA_DIR": str(tmp_path / "data")}
+
+    built = select("peat bogs", "--task", "peat", "--json", "--explain", env=env)
+    assert built.returncode == 0, built.stderr
+    assert "index built in " in built.stderr
+    answer = json.loads(built.stdout)
+    chosen = answer["selection_id"]
+    loaded = select("peat bogs", "--task", "peat", env=env)
+    assert "index loaded in " in loaded.stderr and ", unchanged" in loaded.stderr
+    assert f"recorded as selection {chosen + 1} (scrapy select --show {chosen + 1})" in (
+        loaded.stdout
+    )
+
+    shown = select("--show", str(chosen), "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    audit = json.loads(shown.stdout)
+    assert audit == {**answer["audit"], "id": chosen}, "the record read back is the one written"
+    assert audit["corpus"]["task_id"] == "peat" and audit["question"] == "peat bogs"
+    models = {stage["name"]: stage["model"] for stage in audit["stages"]}
+    assert models["keyword"].startswith("bm25s-") and models["semantic"].startswith("wordllama-")
+    hit_papers = [
+        c["paper_id"]
+        for c in sorted(audit["candidates"], key=lambda c: c["final_rank"] or 99)
+        if c["final_rank"] and c["paper_id"]
+    ]
+    assert [h["document_id"] for h in answer["hits"]] == [
+        c["document_id"]
+        for c in sorted(audit["candidates"], key=lambda c: c["final_rank"] or 99)
+        if c["final_rank"]
+    ]
+    plain = select("--show", str(chosen), env=env).stdout
+    assert plain.startswith(f"selection {chosen}, ") and "over task 'peat'" in plain
+    assert CANDIDATES_HEAD in plain
+
+    exported = run_scrapy("export-papers", "--selection", str(chosen), "--format", "csv", env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert hit_papers and sorted(read_csv(exported.stdout)) == sorted(hit_papers)
+    assert f"of selection {chosen} to standard output" in exported.stderr
+
+    # Another query of the task adds papers: the next selection updates the kept index.
+    await run_crawl(simulator, db_path, query="tidal marsh salt", **crawl)
+    (new,) = query_db(
+        db_path,
+        "SELECT id, title FROM papers WHERE evidence = 'abstract'"
+        " AND id IN (SELECT paper_id FROM serp_items WHERE query_id = 2)"
+        " AND id NOT IN (SELECT paper_id FROM serp_items WHERE query_id = 1"
+        " AND paper_id IS NOT NULL) ORDER BY id LIMIT 1",
+    )
+    topic = new["title"]
+    updated = select(topic, "--task", "peat", "--json", env=env)
+    assert updated.returncode == 0, updated.stderr
+    assert "index updated in " in updated.stderr and " new" in updated.stderr
+    assert json.loads(updated.stdout)["hits"][0]["document_id"] == f"paper:{new['id']}"
+    assert "index loaded in " in select(topic, "--task", "peat", env=env).stderr

@@ -213,6 +213,11 @@ HISTORY = (
         ("batch_rate_waits", "engine_rate_waiters"),
     ),
     Version(9, "one history for both dialects: every query's host", columns=(("queries", "host"),)),
+    Version(
+        10,
+        "each selection scrapy select made, with its candidates' scores (the audit)",
+        ("selections", "selection_candidates"),
+    ),
 )
 HEAD = HISTORY[-1].number
 _POSTGRESQL_BEFORE = {number: number + 1 for number in range(1, 8)}

@@ -3,14 +3,14 @@
 The result store keeps what a crawl found, in roles: `QueryStore` (queries, their pages and
 items), `PaperStore` (the paper index and the citation graph), `LandingPageStore` (the papers
 spider's landing pages), `SearchCache`, `InterventionQueue` (block pages for a person),
-`BatchStore` (batches and their entries under leases) and `BatchReports` (what is read of a
-batch, its figures aggregated by the store). One store object plays every role
-(`ResultStore`); a component depends on the roles it uses. `Coordinator` holds what must be
-exact across every process sharing it (daily quotas, each engine's send slot, circuit
-breakers). All return the typed records of lyra_crawl.backends.records, never a driver's row
-type. A backend is chosen by URL (LYRA_DB_URL, LYRA_COORDINATION_URL; see
-lyra_crawl.backends.open_backends): SQLite is the embedded default, PostgreSQL and Redis the
-way past one machine.
+`BatchStore` (batches and their entries under leases), `BatchReports` (what is read of a
+batch, its figures aggregated by the store) and `SelectionStore` (`scrapy select`'s audit).
+One store object plays every role (`ResultStore`); a component depends on the roles it uses.
+`Coordinator` holds what must be exact across every process sharing it (daily quotas, each
+engine's send slot, circuit breakers). All return the typed records of
+lyra_crawl.backends.records, never a driver's row type. A backend is chosen by URL
+(LYRA_DB_URL, LYRA_COORDINATION_URL; see lyra_crawl.backends.open_backends): SQLite is the
+embedded default, PostgreSQL and Redis the way past one machine.
 
 No call may block the reactor: SQLite runs every statement on a worker thread that owns its
 connection; network backends use their asyncio clients.
@@ -41,6 +41,7 @@ from lyra_crawl.backends.records import (
     QueryRecord,
     RateClaim,
     RequestBucket,
+    SelectionRecord,
     StaleParser,
     StopReasonCount,
     StoredItem,
@@ -179,12 +180,14 @@ class PaperStore(Protocol):
         task_id: str | None = None,
         batch_id: int | None = None,
         query_id: int | None = None,
+        selection_id: int | None = None,
         after_id: int = 0,
         limit: int,
     ) -> list[FoundPaper]:
-        """One page of the papers a task's, a batch's or one query's queries found: the first
-        `limit` by id past `after_id` (the next page starts after its last one), each with the
-        texts of those queries that found it and its best rank among their results."""
+        """One page of the papers a task's, a batch's or one query's queries found, or a
+        selection chose (its hits): the first `limit` by id past `after_id` (the next page
+        starts after its last one), each with the texts of those queries that found it (a
+        selection's: every query that did) and its best rank among their results."""
         ...
 
     async def citation_seeds(self, query_id: int, *, limit: int) -> list[StoredPaper]:
@@ -358,6 +361,25 @@ class BatchReports(Protocol):
     async def batch_query_ids(self, batch_id: int) -> list[int]: ...
 
 
+@runtime_checkable
+class SelectionStore(Protocol):
+    """`scrapy select`'s audit: each selection recorded whole and read back; and what tells a
+    cached index of the store's documents that they may have changed."""
+
+    async def record_selection(self, record: SelectionRecord) -> int:
+        """Keep `record` (its candidates with it, in one transaction); its id."""
+        ...
+
+    async def selection(self, selection_id: int) -> SelectionRecord | None:
+        """A selection as recorded, its candidates in their order; None when there is none."""
+        ...
+
+    async def documents_version(self, query_ids: Sequence[int]) -> str:
+        """A text that changes whenever the documents of these queries (their papers and
+        results) may have changed: the same text, the same documents."""
+        ...
+
+
 ROLES = (
     QueryStore,
     PaperStore,
@@ -366,6 +388,7 @@ ROLES = (
     InterventionQueue,
     BatchStore,
     BatchReports,
+    SelectionStore,
 )
 
 

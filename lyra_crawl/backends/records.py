@@ -8,7 +8,7 @@ is named once here and once in each backend's SQL.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -453,3 +453,115 @@ class DepthRates:
     pages: int
     novelty: Moments
     harvest: Moments
+
+
+# -- selections (`scrapy select`'s audit) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StageScores:
+    """A candidate's score at each stage of a selection; None where the stage did not score
+    it."""
+
+    keyword: float | None = None
+    keyword_rank: int | None = None
+    # The share of the question's words the chunk has (what the no-CrossEncoder floor reads).
+    keyword_coverage: float | None = None
+    semantic: float | None = None
+    semantic_rank: int | None = None
+    fused: float = 0.0
+    fused_rank: int = 0
+    cross_encoder: float | None = None
+    llm: float | None = None
+    final: float | None = None
+
+
+@dataclass(frozen=True)
+class StageRun:
+    """One stage of a selection: whether it ran, with which model, or why it was skipped."""
+
+    name: str
+    ran: bool
+    detail: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelectionCorpus:
+    """What a selection ran on: the documents of a task's queries, a batch's, some queries'
+    (`query_ids`) or the whole store's (`whole_store`), or of a corpus file (`file`); none of
+    these: documents given to the selector in Python."""
+
+    task_id: str | None = None
+    batch_id: int | None = None
+    query_ids: tuple[int, ...] = ()
+    whole_store: bool = False
+    file: str | None = None
+
+    @property
+    def in_store(self) -> bool:
+        """Whether its documents are the store's (its papers are rows of `papers`)."""
+        return (
+            self.whole_store
+            or self.task_id is not None
+            or self.batch_id is not None
+            or bool(self.query_ids)
+        )
+
+    def __str__(self) -> str:
+        if self.task_id is not None:
+            return f"task {self.task_id!r}"
+        if self.batch_id is not None:
+            return f"batch {self.batch_id}"
+        if self.query_ids:
+            return f"quer{'ies' if len(self.query_ids) > 1 else 'y'} " + ", ".join(
+                map(str, self.query_ids)
+            )
+        if self.whole_store:
+            return "the whole store"
+        return f"corpus {self.file}" if self.file else "documents given in Python"
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    """A candidate as a selection scored it: its document (and, over the store, the paper it
+    is: `paper_id`, which follows the paper into the row a later merge keeps), the chunk that
+    scored best, every stage's score, and its rank among the hits (None: not chosen)."""
+
+    document_id: str
+    chunk_index: int
+    scores: StageScores
+    final_rank: int | None
+    paper_id: int | None = None
+
+
+@dataclass(frozen=True)
+class SelectionRecord:
+    """One selection as kept for audit (no document text): the question, the facets detected
+    and carried, what they kept, each stage's model and version or why it was skipped, every
+    candidate's scores and final rank, the corpus it ran on and that corpus's version, when;
+    `id` once stored (the `selections` table)."""
+
+    question: str
+    conversation: str | None
+    search_text: str
+    facets_named: tuple[str, ...]
+    facets_carried: tuple[str, ...]
+    facet_note: str
+    documents_kept: int
+    documents_total: int
+    stages: tuple[StageRun, ...]
+    candidates: tuple[CandidateRecord, ...]
+    reason: str
+    corpus: SelectionCorpus
+    corpus_version: str
+    selected_at: str
+    id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def hits(self) -> list[CandidateRecord]:
+        """The candidates chosen, by final rank."""
+        chosen = [c for c in self.candidates if c.final_rank is not None]
+        return sorted(chosen, key=lambda c: c.final_rank or 0)

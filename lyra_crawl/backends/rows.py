@@ -13,7 +13,7 @@ import functools
 import json
 import socket
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -21,6 +21,7 @@ from lyra_crawl.backends.records import (
     BatchEntry,
     BatchProgress,
     BlockCount,
+    CandidateRecord,
     CitationEdge,
     CitationFetch,
     CitationGraph,
@@ -30,6 +31,10 @@ from lyra_crawl.backends.records import (
     LandingPage,
     Moments,
     PaperToRead,
+    SelectionCorpus,
+    SelectionRecord,
+    StageRun,
+    StageScores,
     StaleParser,
     StoredItem,
     StoredPage,
@@ -212,6 +217,89 @@ def health(engine: str, row: Row | None) -> Health:
     values = {name: row[name] for name in _field_names(Health)}
     values["state"] = BreakerState(values["state"])
     return Health(**values)
+
+
+# -- selections --------------------------------------------------------------------------------
+
+SELECTION_COLUMNS = (
+    "question",
+    "conversation",
+    "search_text",
+    "facets_named",
+    "facets_carried",
+    "facet_note",
+    "documents_kept",
+    "documents_total",
+    "stages",
+    "reason",
+    "corpus",
+    "corpus_version",
+    "selected_at",
+)
+SCORE_COLUMNS = tuple(field.name for field in fields(StageScores))
+CANDIDATE_COLUMNS = (
+    "selection_id",
+    "position",
+    "document_id",
+    "paper_id",
+    "chunk_index",
+    *SCORE_COLUMNS,
+    "final_rank",
+)
+
+
+def selection_values(record: SelectionRecord) -> dict[str, Any]:
+    values = {column: getattr(record, column) for column in SELECTION_COLUMNS}
+    for column in ("facets_named", "facets_carried"):
+        values[column] = json_text(list(values[column]))
+    values["stages"] = json_text([asdict(stage) for stage in record.stages])
+    values["corpus"] = json_text(asdict(record.corpus))
+    return values
+
+
+def candidate_values(selection_id: int, record: SelectionRecord) -> list[dict[str, Any]]:
+    return [
+        {
+            "selection_id": selection_id,
+            "position": position,
+            "document_id": candidate.document_id,
+            "candidate_paper": candidate.paper_id,
+            "chunk_index": candidate.chunk_index,
+            **asdict(candidate.scores),
+            "final_rank": candidate.final_rank,
+        }
+        for position, candidate in enumerate(record.candidates, start=1)
+    ]
+
+
+def selection_record(row: Row, candidates: Iterable[Row]) -> SelectionRecord:
+    corpus = decode_json(row["corpus"], {})
+    return SelectionRecord(
+        id=row["id"],
+        question=row["question"],
+        conversation=row["conversation"],
+        search_text=row["search_text"],
+        facets_named=tuple(decode_json(row["facets_named"], [])),
+        facets_carried=tuple(decode_json(row["facets_carried"], [])),
+        facet_note=row["facet_note"],
+        documents_kept=row["documents_kept"],
+        documents_total=row["documents_total"],
+        stages=tuple(StageRun(**stage) for stage in decode_json(row["stages"], [])),
+        candidates=tuple(
+            CandidateRecord(
+                document_id=c["document_id"],
+                chunk_index=c["chunk_index"],
+                scores=StageScores(**{column: c[column] for column in SCORE_COLUMNS}),
+                final_rank=c["final_rank"],
+                paper_id=c["paper_id"],
+            )
+            for c in candidates
+        ),
+        reason=row["reason"],
+        corpus=SelectionCorpus(**{**corpus, "query_ids": tuple(corpus.get("query_ids", ()))}),
+        corpus_version=row["corpus_version"],
+        selected_at=row["selected_at"],
+    )
 
 
 @functools.cache

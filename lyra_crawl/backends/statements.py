@@ -46,9 +46,12 @@ from lyra_crawl.backends.tables import (
     intervention_queue,
     landing_pages,
     paper_index_blocks,
+    paper_index_generation,
     paper_words,
     papers,
     queries,
+    selection_candidates,
+    selections,
     serp_cache,
     serp_items,
     serp_pages,
@@ -285,7 +288,8 @@ QUERY_ATTRIBUTION = Statement(
 )
 
 
-# Rows merged into another (`gone`) hand over their items, block memberships and landing pages
+# Rows merged into another (`gone`) hand over their items, the selections that chose them, block
+# memberships and landing pages
 # (a block or a landing page holding both keeps the kept row's), their citations and fetched
 # lists (what the kept row has already, and an edge to itself, go), then are deleted.
 def _moved(column: str) -> Any:
@@ -305,6 +309,11 @@ def _handed_over(table: Table, columns: Sequence[str], *, where: Any = None) -> 
 ABSORB_PAPERS = (
     Statement(
         update(serp_items).values(paper_id=bindparam("kept")).where(AnyOf("paper_id", "gone"))
+    ),
+    Statement(
+        update(selection_candidates)
+        .values(paper_id=bindparam("kept"))
+        .where(AnyOf("paper_id", "gone"))
     ),
     _handed_over(paper_index_blocks, ("block_hash", "paper_id")),
     _handed_over(landing_pages, [c.name for c in landing_pages.c]),
@@ -390,15 +399,17 @@ MATCH_TITLES = Statement(
 )
 
 # The results of a task's, a batch's or one query's queries linked to a paper past a paper id
-# (`after_id`): FOUND_PAGE_IDS reads the ids of a page of papers along serp_items' paper index,
-# FOUND_PAPERS and FOUND_BY the page up to its last id (`last_id`). CROSS JOIN keeps SQLite
-# walking the paper index from the page's start (each page reads its own results only); else it
-# reads every result of the task's queries for every page, then sorts.
+# (`after_id`), or those of every query linked to a paper a selection chose: FOUND_PAGE_IDS
+# reads the ids of a page of papers along serp_items' paper index, FOUND_PAPERS and FOUND_BY
+# the page up to its last id (`last_id`). CROSS JOIN keeps SQLite walking the paper index from
+# the page's start (each page reads its own results only); else it reads every result of the
+# task's queries for every page, then sorts.
 _FOUND = (
     "FROM serp_items AS item CROSS JOIN queries AS query"
     " WHERE query.id = item.query_id AND item.paper_id > :after_id AND (query.task_id = :task_id"
     " OR query.batch_entry_id IN (SELECT id FROM batch_entries WHERE batch_id = :batch_id)"
-    " OR query.id = :query_id)"
+    " OR query.id = :query_id OR item.paper_id IN (SELECT paper_id FROM selection_candidates"
+    "   WHERE selection_id = :selection_id AND final_rank IS NOT NULL))"
 )
 FOUND_PAGE_IDS = Statement(
     f"SELECT item.paper_id {_FOUND} GROUP BY item.paper_id ORDER BY item.paper_id LIMIT :limit"
@@ -769,3 +780,35 @@ DEPTH_RATES = Statement(
     " GROUP BY source, page_number ORDER BY source, page_number"
 )
 BATCH_QUERY_IDS = Statement(f"SELECT q.id {_BATCH_QUERIES} ORDER BY e.position, q.id")
+
+# -- selections (`scrapy select`'s audit) ----------------------------------------------------
+
+RECORD_SELECTION = Statement(
+    insert_into(selections).returning(selections.c.id), keys=rows.SELECTION_COLUMNS
+)
+# A candidate's paper merged away (and deleted) since the selection read it is not named.
+ADD_CANDIDATES = Statement(
+    insert_into(selection_candidates).values(
+        paper_id=select(papers.c.id)
+        .where(papers.c.id == bindparam("candidate_paper"))
+        .scalar_subquery()
+    ),
+    keys=[column for column in rows.CANDIDATE_COLUMNS if column != "paper_id"],
+)
+SELECTION = Statement("SELECT * FROM selections WHERE id = :id")
+SELECTION_CANDIDATES = Statement(
+    "SELECT * FROM selection_candidates WHERE selection_id = :id ORDER BY position"
+)
+# What moves whenever the documents of some queries (`ids`) may have changed: the paper index's
+# generation (every save of papers and every abstract read from a landing page), their last
+# result (results are only ever added) and their last start (a store made anew at the same place
+# starts its queries later).
+DOCUMENTS_VERSION = Statement(
+    select(
+        select(paper_index_generation.c.generation).where(text("id = 1")).scalar_subquery(),
+        select(func.max(serp_items.c.id))
+        .where(AnyOf(serp_items.c.query_id, "ids"))
+        .scalar_subquery(),
+        select(func.max(queries.c.started_at)).where(AnyOf(queries.c.id, "ids")).scalar_subquery(),
+    )
+)

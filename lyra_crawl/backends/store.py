@@ -45,6 +45,7 @@ from lyra_crawl.backends.records import (
     PaperToRead,
     QueryRecord,
     RequestBucket,
+    SelectionRecord,
     StaleParser,
     StopReasonCount,
     StoredItem,
@@ -284,10 +285,16 @@ class SqlStore:
         task_id: str | None = None,
         batch_id: int | None = None,
         query_id: int | None = None,
+        selection_id: int | None = None,
         after_id: int = 0,
         limit: int,
     ) -> list[FoundPaper]:
-        scope = {"after_id": after_id, "task_id": task_id, "batch_id": batch_id}
+        scope = {
+            "after_id": after_id,
+            "task_id": task_id,
+            "batch_id": batch_id,
+            "selection_id": selection_id,
+        }
 
         def read() -> Plan[list[FoundPaper]]:
             page = yield tuples(sql.FOUND_PAGE_IDS, query_id=query_id, limit=limit, **scope)
@@ -582,6 +589,32 @@ class SqlStore:
             return [rows.batch_entry(row) for row in found], int(total)
 
         return await self._db.run_read(read())
+
+    # -- selections (scrapy select's audit) ------------------------------------------------
+
+    async def record_selection(self, record: SelectionRecord) -> int:
+        def write() -> Plan[int]:
+            selection_id = int((yield value(sql.RECORD_SELECTION, **rows.selection_values(record))))
+            yield run_many(sql.ADD_CANDIDATES, rows.candidate_values(selection_id, record))
+            return selection_id
+
+        return await self._db.run_write(write())
+
+    async def selection(self, selection_id: int) -> SelectionRecord | None:
+        def read() -> Plan[SelectionRecord | None]:
+            row = yield first(sql.SELECTION, id=selection_id)
+            if row is None:
+                return None
+            candidates = yield named(sql.SELECTION_CANDIDATES, id=selection_id)
+            return rows.selection_record(row, candidates)
+
+        return await self._db.run_read(read())
+
+    async def documents_version(self, query_ids: Sequence[int]) -> str:
+        ((generation, last_item, last_start),) = await self._tuples(
+            sql.DOCUMENTS_VERSION, ids=list(query_ids)
+        )
+        return f"{generation or 0}:{last_item or 0}:{last_start or ''}"
 
 
 # -- plans shared by several methods -----------------------------------------------------------

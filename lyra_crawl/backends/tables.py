@@ -335,6 +335,54 @@ batch_rate_waits = Table(
     PrimaryKeyConstraint("batch_id", "owner", "engine"),
 )
 
+# Each selection `scrapy select` made (its audit, backends.records.SelectionRecord): the question,
+# the facets named and carried, what they kept, each stage's run (model and version, or why it
+# was skipped), the corpus it ran on and that corpus's version, when.
+selections = Table(
+    "selections",
+    metadata,
+    _id(),
+    _text("question", nullable=False),
+    _text("conversation"),
+    _text("search_text", nullable=False),
+    Column("facets_named", Json, nullable=False),  # list of facets as described
+    Column("facets_carried", Json, nullable=False),
+    _text("facet_note", default=""),
+    Column("documents_kept", Integer, nullable=False),
+    Column("documents_total", Integer, nullable=False),
+    Column("stages", Json, nullable=False),  # [{name, ran, detail, model}]
+    _text("reason", default=""),  # why there is no relevant evidence
+    Column("corpus", Json, nullable=False),  # SelectionCorpus: task, batch, queries, file
+    _text("corpus_version", nullable=False),
+    Column("selected_at", Instant, nullable=False),
+)
+
+# Every candidate of a selection, in the order its last stage left them (`position`, from 1):
+# each stage's score, its rank among the hits (NULL: not chosen), and over the store the paper
+# it is (a merge hands it over to the row it keeps, like a result's paper).
+selection_candidates = Table(
+    "selection_candidates",
+    metadata,
+    _ref("selection_id", "selections.id"),
+    Column("position", Integer, nullable=False),
+    _text("document_id", nullable=False),
+    _ref("paper_id", "papers.id", nullable=True),
+    Column("chunk_index", Integer, nullable=False),
+    Column("keyword", Real),
+    Column("keyword_rank", Integer),
+    Column("keyword_coverage", Real),
+    Column("semantic", Real),
+    Column("semantic_rank", Integer),
+    Column("fused", Real),
+    Column("fused_rank", Integer),
+    Column("cross_encoder", Real),
+    Column("llm", Real),
+    Column("final", Real),
+    Column("final_rank", Integer),
+    PrimaryKeyConstraint("selection_id", "position"),
+)
+Index("selection_candidates_paper", selection_candidates.c.paper_id)
+
 # -- coordination (the SQLite Coordinator's; Redis keeps its own) ------------------------------
 
 # Daily quotas: one row per engine and UTC date (YYYY-MM-DD).

@@ -1,6 +1,8 @@
-"""`scrapy export-papers (--task TASK | --batch ID | --query-id ID) --format ris|bibtex|csljson|csv
-[-o FILE] [--year-from Y] [--year-to Y] [--source NAME] [--attribution A] [--evidence E]`: the
-canonical papers the queries found, in a format reference managers and screening tools import.
+"""`scrapy export-papers (--task TASK | --batch ID | --query-id ID | --selection ID) --format
+ris|bibtex|csljson|csv [-o FILE] [--year-from Y] [--year-to Y] [--source NAME] [--attribution A]
+[--evidence E]`: the canonical papers the queries found, or those a selection chose (`scrapy
+select` prints its id: its hits that are papers, with every query that found them), in a format
+reference managers and screening tools import.
 
 One record per paper (lyra_crawl.reports.paper_export), streamed from the store a page at a time,
 by paper id; the same store gives the same file. To FILE (written whole or not at all: FILE.part
@@ -9,7 +11,8 @@ names it (.ris, .bib, .json, .csv). The facets (lyra_crawl.papers.facets) keep t
 published in a year range, found by one of the named sources (engines.yaml's names), with one of
 the attributions or kinds of evidence named. Reads the store (LYRA_DB_URL) and LYRA_CONFIG_DIR.
 The count of papers written goes to standard error. Exit status 1 when the task, batch or query
-is not in the store, 2 when an argument is wrong, the store or config cannot be read or FILE
+is not in the store (or the selection ran on a corpus file, not on the store's papers), 2 when
+an argument is wrong, the store or config cannot be read or FILE
 cannot be written.
 """
 
@@ -28,7 +31,7 @@ from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.papers.collector import ATTRIBUTIONS
-from lyra_crawl.papers.facets import EVIDENCE_KINDS, PaperFacets
+from lyra_crawl.papers.facets import EVIDENCE_KINDS, FacetFilter, chosen_facets
 from lyra_crawl.reports.paper_export.streaming import WRITERS, PaperScope, export_papers
 
 SUFFIXES = {".ris": "ris", ".bib": "bibtex", ".json": "csljson", ".csv": "csv"}
@@ -41,7 +44,8 @@ class Command(ScrapyCommand):
 
     def syntax(self) -> str:
         return (
-            "(--task TASK | --batch ID | --query-id ID) --format ris|bibtex|csljson|csv [-o FILE]"
+            "(--task TASK | --batch ID | --query-id ID | --selection ID)"
+            " --format ris|bibtex|csljson|csv [-o FILE]"
             " [--year-from Y] [--year-to Y] [--source NAME] [--attribution A] [--evidence E]"
         )
 
@@ -54,6 +58,9 @@ class Command(ScrapyCommand):
         which.add_argument("--task", metavar="TASK", help="the papers of this task's queries")
         which.add_argument("--batch", type=int, metavar="ID", help="of this batch's queries")
         which.add_argument("--query-id", type=int, metavar="ID", help="of this query")
+        which.add_argument(
+            "--selection", type=int, metavar="ID", help="those scrapy select's selection ID chose"
+        )
         parser.add_argument("--format", choices=tuple(WRITERS), help="default: FILE's suffix")
         parser.add_argument("-o", "--output", metavar="FILE", help="default: standard output")
         parser.add_argument("--year-from", type=int, metavar="Y", help="published in Y or later")
@@ -75,9 +82,17 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args:
             raise UsageError(f"unexpected argument {args[0]!r}")
-        if opts.task is None and opts.batch is None and opts.query_id is None:
-            raise UsageError("name the papers to export: --task TASK, --batch ID or --query-id ID")
-        scope = PaperScope(task_id=opts.task, batch_id=opts.batch, query_id=opts.query_id)
+        if (opts.task, opts.batch, opts.query_id, opts.selection) == (None, None, None, None):
+            raise UsageError(
+                "name the papers to export: --task TASK, --batch ID, --query-id ID or"
+                " --selection ID"
+            )
+        scope = PaperScope(
+            task_id=opts.task,
+            batch_id=opts.batch,
+            query_id=opts.query_id,
+            selection_id=opts.selection,
+        )
         writer_format = opts.format or SUFFIXES.get(Path(opts.output or "").suffix.lower())
         if writer_format is None:
             raise UsageError(
@@ -89,12 +104,12 @@ class Command(ScrapyCommand):
                 )
             )
         try:
-            facets = PaperFacets(
+            facets = chosen_facets(
                 year_from=opts.year_from,
                 year_to=opts.year_to,
                 sources=self._sources(opts.source),
-                attributions=frozenset(opts.attribution),
-                evidence=frozenset(opts.evidence),
+                attributions=opts.attribution,
+                evidence=opts.evidence,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
@@ -112,8 +127,8 @@ class Command(ScrapyCommand):
             print(f"error: cannot write {opts.output!r}: {exc.strerror or exc}", file=sys.stderr)
             self.exitcode = 2
             return
-        if counts is None:
-            print(f"error: {scope} is not in the store (LYRA_DB_URL)", file=sys.stderr)
+        if isinstance(counts, str):
+            print(f"error: {counts}", file=sys.stderr)
             self.exitcode = 1
             return
         written, found = counts
@@ -141,19 +156,27 @@ class Command(ScrapyCommand):
         self,
         backends: Backends,
         scope: PaperScope,
-        facets: PaperFacets,
+        facets: tuple[FacetFilter, ...],
         writer_format: str,
         opts: argparse.Namespace,
-    ) -> tuple[int, int] | None:
+    ) -> tuple[int, int] | str:
+        """(written, found), or why there is nothing to export."""
         store = backends.store
         if scope.task_id is not None:
             known: object = await store.query_ids(task_id=scope.task_id)
         elif scope.batch_id is not None:
             known = await store.batch(scope.batch_id)
+        elif scope.selection_id is not None:
+            known = await store.selection(scope.selection_id)
+            if known is not None and not known.corpus.in_store:
+                return (
+                    f"{scope} ran on {known.corpus}, not on the store's papers: it chose no"
+                    " paper to export"
+                )
         else:
             known = scope.query_id is not None and await store.query(scope.query_id)
         if not known:
-            return None
+            return f"{scope} is not in the store (LYRA_DB_URL)"
         if opts.output is None:
             out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="")
             try:

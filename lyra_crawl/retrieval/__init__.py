@@ -17,9 +17,17 @@ CrossEncoder's threshold (or the semantic floor without one) and returns the top
         print(hit.document_id, hit.scores.final, hit.chunk.text)
 
 Settings are a `RetrievalPolicy` (engines.yaml `retrieval:`); `DocumentIndex.add` updates an
-index with new or changed documents; `Selection.record()` is the audit record.
+index with new or changed documents; `Selection.record()` is the audit record, which a store
+keeps (`scrapy select` records every selection over the store).
 """
 
+from lyra_crawl.backends.records import (
+    CandidateRecord,
+    SelectionCorpus,
+    SelectionRecord,
+    StageRun,
+    StageScores,
+)
 from lyra_crawl.retrieval.cross_encoder import CrossEncoder
 from lyra_crawl.retrieval.documents import Chunk, Document
 from lyra_crawl.retrieval.facets import (
@@ -30,14 +38,7 @@ from lyra_crawl.retrieval.facets import (
 )
 from lyra_crawl.retrieval.llm import LlmEndpoint
 from lyra_crawl.retrieval.pipeline import DocumentIndex, DocumentSelector, IndexUpdate
-from lyra_crawl.retrieval.records import (
-    Candidate,
-    CandidateRecord,
-    Selection,
-    SelectionRecord,
-    StageRun,
-    StageScores,
-)
+from lyra_crawl.retrieval.records import Candidate, Selection
 
 __all__ = [
     "Candidate",
@@ -54,6 +55,7 @@ __all__ = [
     "IndexUpdate",
     "LlmEndpoint",
     "Selection",
+    "SelectionCorpus",
     "SelectionRecord",
     "StageRun",
     "StageScores",

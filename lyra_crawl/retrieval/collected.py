@@ -3,7 +3,7 @@
 A paper is read from its title and, where its evidence is its abstract (from an API or read
 from its landing page), that abstract; a SERP result that no paper took in, from its title and
 snippet. Their facets are what the store knows of them: year, venue, source(s), attribution,
-evidence, and the site a result is on.
+evidence (lyra_crawl.papers.facets, as exports read them), and the site a result is on.
 """
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from lyra_crawl.backends.records import StoredItem, StoredPaper
-from lyra_crawl.retrieval.documents import Document, FacetValue
+from lyra_crawl.papers.facets import FacetValue, paper_facets
+from lyra_crawl.retrieval.documents import Document
+
+PAPER_PREFIX = "paper:"
 
 
 def paper_document(paper: StoredPaper) -> Document:
-    facets: dict[str, FacetValue] = {
-        "source": paper.sources,
-        "attribution": paper.attribution,
-        "evidence": paper.evidence or "",
-    }
-    if paper.year is not None:
-        facets["year"] = paper.year
-    if paper.venue:
-        facets["venue"] = paper.venue
     text = (paper.abstract or "") if paper.evidence == "abstract" else ""
-    return Document(f"paper:{paper.id}", paper.title, text, facets)
+    return Document(f"{PAPER_PREFIX}{paper.id}", paper.title, text, paper_facets(paper))
+
+
+def stored_paper_id(document_id: str) -> int | None:
+    """The paper a stored document is (None: a search result)."""
+    number = document_id.removeprefix(PAPER_PREFIX)
+    return int(number) if number != document_id and number.isdigit() else None
 
 
 def result_document(item: StoredItem) -> Document | None:

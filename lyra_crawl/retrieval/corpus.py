@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lyra_crawl.retrieval.documents import Document, FacetValue
+from lyra_crawl.papers.facets import FacetValue
+from lyra_crawl.retrieval.documents import Document
 
 _NOT_FACETS = frozenset({"_id", "title", "text", "metadata"})
 

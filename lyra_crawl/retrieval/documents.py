@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-# A facet's value on a document: text, a year, or several (a paper found by several sources).
-FacetValue = str | int | tuple[str, ...]
+from lyra_crawl.papers.facets import FacetValue
+
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 

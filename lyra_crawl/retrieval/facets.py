@@ -8,7 +8,8 @@ searched, so "papers from 2021 on peat fires" searches "papers on peat fires" am
 
 A question that names no facet keeps the facets of the previous question of its conversation
 (`Conversations`); one that names any uses only those. When the facets keep no document, the
-decision says which facet matched nothing and which values the documents have instead.
+decision says which facet matched nothing and which values the documents have instead. The
+filter itself is the one `scrapy export-papers` applies too (lyra_crawl.papers.facets).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Protocol
 
 from lyra_crawl.config import FacetRule
-from lyra_crawl.retrieval.documents import Document, FacetValue
+from lyra_crawl.papers.facets import FacetFilter, FacetValue, keeps
+from lyra_crawl.retrieval.documents import Document
 
 _YEAR = r"(?:1[89]|20)\d\d"
 _RANGE = re.compile(
@@ -31,49 +33,6 @@ _RANGE = re.compile(
 )
 # How many values of a facet the documents have that a "matched nothing" note lists.
 _SHOWN_VALUES = 8
-
-
-@dataclass(frozen=True)
-class FacetFilter:
-    """One facet named in a question: the document field, how to match it, and the value(s)."""
-
-    name: str
-    field: str
-    match: str
-    values: tuple[str, ...] = ()
-    low: int | None = None
-    high: int | None = None
-    phrase: str = ""
-
-    def describe(self) -> str:
-        if self.match == "year":
-            if self.low == self.high:
-                return f"{self.name}={self.low}"
-            return f"{self.name}={self.low or ''}..{self.high or ''}"
-        operator = {"equals": "=", "contains": "~", "domain": "@"}[self.match]
-        return f"{self.name}{operator}{'|'.join(self.values)}"
-
-    def accepts(self, value: FacetValue | None) -> bool:
-        if value is None:
-            return False
-        if self.match == "year":
-            year = _as_year(value)
-            return year is not None and (self.low or year) <= year <= (self.high or year)
-        have = [v.casefold() for v in (value if isinstance(value, tuple) else (str(value),))]
-        wanted = [v.casefold() for v in self.values]
-        if self.match == "contains":
-            return any(w in h for w in wanted for h in have)
-        if self.match == "domain":
-            return any(h == w or h.endswith("." + w) for w in wanted for h in have)
-        return any(w == h for w in wanted for h in have)
-
-
-def _as_year(value: FacetValue) -> int | None:
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"\d{4}", value.strip()):
-        return int(value)
-    return None
 
 
 @dataclass(frozen=True)
@@ -184,10 +143,6 @@ def _without(question: str, spans: list[tuple[int, int]]) -> str:
     return re.sub(r"\s+", " ", " ".join(kept)).strip()
 
 
-def keeps(filters: Sequence[FacetFilter], document: Document) -> bool:
-    return all(f.accepts(document.facets.get(f.field)) for f in filters)
-
-
 def decide(
     named: tuple[FacetFilter, ...],
     carried: tuple[FacetFilter, ...],
@@ -196,7 +151,7 @@ def decide(
 ) -> tuple[FacetDecision, list[bool]]:
     """The decision and, per document, whether the applied facets keep it."""
     applied = named or carried
-    kept = [keeps(applied, doc) for doc in documents] if applied else [True] * len(documents)
+    kept = [keeps(applied, doc.facets) for doc in documents] if applied else [True] * len(documents)
     count = sum(kept)
     note = _why_nothing(applied, documents) if applied and not count else ""
     decision = FacetDecision(named, carried, search_text, count, len(documents), note)

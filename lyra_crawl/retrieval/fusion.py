@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lyra_crawl.backends.records import StageScores
 from lyra_crawl.config import Fusion
 from lyra_crawl.retrieval.documents import Chunk
-from lyra_crawl.retrieval.records import Candidate, StageScores
+from lyra_crawl.retrieval.records import Candidate
 
 
 @dataclass(frozen=True)

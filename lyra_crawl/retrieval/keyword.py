@@ -3,18 +3,25 @@
 Words are lower-cased, English stopwords dropped and stemmed with the Snowball stemmer
 (PyStemmer) unless `keyword.stemmer` is `none`. bm25s indexes a fixed corpus, so adding chunks
 rebuilds the index: under a second for 5,000 abstracts, where the semantic stage only embeds
-what is new (lyra_crawl.retrieval.semantic).
+what is new (lyra_crawl.retrieval.semantic). A kept index is saved and loaded in bm25s's own
+files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import bm25s
 import numpy as np
 
 from lyra_crawl.config import KeywordSearch
 from lyra_crawl.retrieval.documents import Chunk
+
+
+def keyword_version(settings: KeywordSearch) -> str:
+    """The BM25 library's version and its settings."""
+    return f"bm25s-{bm25s.__version__}-k1={settings.k1}-b={settings.b}-{settings.stemmer}"
 
 
 class KeywordIndex:
@@ -33,8 +40,7 @@ class KeywordIndex:
 
     @property
     def version(self) -> str:
-        s = self._settings
-        return f"bm25s-{bm25s.__version__}-k1={s.k1}-b={s.b}-{s.stemmer}"
+        return keyword_version(self._settings)
 
     def _words(self, texts: list[str]) -> list[list[str]]:
         return bm25s.tokenize(
@@ -46,12 +52,32 @@ class KeywordIndex:
         )
 
     def add(self, chunks: Sequence[Chunk]) -> None:
+        """Index `chunks` after those there (the whole index is built again)."""
         self._texts.extend(chunk.text for chunk in chunks)
         if not self._texts:
+            self._bm25 = None
             return
         bm25 = bm25s.BM25(k1=self._settings.k1, b=self._settings.b)
         bm25.index(self._words(self._texts), show_progress=False)
         self._bm25 = bm25
+
+    def keep(self, rows: Sequence[int]) -> None:
+        """Only the chunks at `rows`, in that order; the index is built again by the next
+        `add`."""
+        self._texts = [self._texts[row] for row in rows]
+
+    def save(self, folder: Path) -> Path:
+        """bm25s's own files in `folder` (none for an empty index)."""
+        folder.mkdir()
+        if self._bm25 is not None:
+            self._bm25.save(str(folder), show_progress=False)
+        return folder
+
+    def load(self, folder: Path, texts: list[str]) -> None:
+        """The index `save` wrote, of the chunks whose texts are `texts`."""
+        self._texts = list(texts)
+        if texts:
+            self._bm25 = bm25s.BM25.load(str(folder), show_progress=False)
 
     def coverage(self, question: str, rows: Sequence[int]) -> list[float]:
         """The share of the question's (stemmed, non-stop) words each chunk `rows` names has."""

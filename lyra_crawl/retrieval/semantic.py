@@ -9,6 +9,7 @@ embeddings, mean-pooled); a stronger model is an ONNX export by name or path (`O
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -121,6 +122,29 @@ class SemanticIndex:
         starts = offset + np.cumsum([0] + [len(group) for group in per_chunk[:-1]])
         self._starts = np.concatenate([self._starts, starts])
         self._sentences = sentences if not offset else np.vstack([self._sentences, sentences])
+
+    def keep(self, rows: np.ndarray) -> None:
+        """Only the chunks at `rows`, in that order, and their sentences."""
+        self._chunks = self._chunks[rows]
+        if not self._weight or not len(self._starts):
+            return
+        ends = np.append(self._starts[1:], len(self._sentences))
+        lengths = ends[rows] - self._starts[rows]
+        spans = [np.arange(self._starts[r], ends[r]) for r in rows]
+        self._sentences = self._sentences[np.concatenate(spans)] if spans else self._sentences[:0]
+        self._starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)[: len(rows)]
+
+    def save(self, path: Path) -> Path:
+        np.savez(path, chunks=self._chunks, sentences=self._sentences, starts=self._starts)
+        return path
+
+    def load(self, path: Path, chunks: int) -> None:
+        """The vectors `save` wrote, of `chunks` chunks; ValueError when they are not."""
+        with np.load(path, allow_pickle=False) as saved:
+            self._chunks, self._sentences = saved["chunks"], saved["sentences"]
+            self._starts = saved["starts"]
+        if len(self._chunks) != chunks or (self._weight and len(self._starts) != chunks):
+            raise ValueError(f"it holds {len(self._chunks)} chunks' vectors, not {chunks}")
 
     def scores(self, question: str) -> np.ndarray:
         """Each chunk's score for `question`, in the order the chunks were added."""

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lyra_crawl.backends.records import StageRun
 from lyra_crawl.config import CrossEncoderStage, LlmStage, RetrievalPolicy
 from lyra_crawl.retrieval.cross_encoder import CrossEncoder
 from lyra_crawl.retrieval.documents import Chunk
 from lyra_crawl.retrieval.fusion import Ranked, best_per_document
 from lyra_crawl.retrieval.keyword import KeywordIndex
 from lyra_crawl.retrieval.llm import LlmRater, LlmSkipped
-from lyra_crawl.retrieval.records import Candidate, StageRun
+from lyra_crawl.retrieval.records import Candidate
 from lyra_crawl.retrieval.semantic import SemanticIndex
 
 

@@ -27,11 +27,16 @@ import pytest
 from lyra_crawl.backends import Backends, sqlite_path, sqlite_url, with_backends
 from lyra_crawl.backends.protocols import ROLES
 from lyra_crawl.backends.records import (
+    CandidateRecord,
     CitationFetch,
     EntrySpec,
     LandingPage,
     PageRecord,
     QueryRecord,
+    SelectionCorpus,
+    SelectionRecord,
+    StageRun,
+    StageScores,
     StoredItem,
     StoredPaper,
 )
@@ -620,6 +625,31 @@ async def every_call(backends: Backends) -> list[tuple[str, Any]]:
     see("papers_found task", await store.papers_found(task_id="t1", limit=10))
     see("papers_found page", await store.papers_found(query_id=second, after_id=1, limit=1))
     see("papers_found batch", await store.papers_found(batch_id=batch.id, limit=10))
+    chosen = (await store.papers_of(first))[0].id
+    audit = SelectionRecord(
+        question="q",
+        conversation=None,
+        search_text="q",
+        facets_named=(),
+        facets_carried=("source=openalex",),
+        facet_note="",
+        documents_kept=1,
+        documents_total=2,
+        stages=(StageRun("keyword", True, "1 document", "bm25s"),),
+        candidates=(
+            CandidateRecord(
+                f"paper:{chosen}", 0, StageScores(keyword=1.5, fused_rank=1), 1, chosen
+            ),
+            CandidateRecord("result:https://b/", 1, StageScores(semantic=0.25), None),
+        ),
+        reason="",
+        corpus=SelectionCorpus(task_id="t1"),
+        corpus_version="v",
+        selected_at="2026-01-02T03:04:05.678+00:00",
+    )
+    selection_id = see("record_selection", await store.record_selection(audit))
+    see("selection", await store.selection(selection_id))
+    see("papers_found selection", await store.papers_found(selection_id=selection_id, limit=10))
     marsh = record(query_text="tidal marsh", normalized_query="tidal marsh")
     # One finished, one running: nothing to resume yet.
     assert await store.resumable_query(marsh, any_engine=True) is None

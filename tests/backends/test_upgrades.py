@@ -3,11 +3,13 @@
 tests/backends/schemas/ holds each dialect's first schema (version 1) and, for each later
 version, what it added to the one before, as the releases wrote them (SQLite 1-7, from the
 schema file of the commit that last wrote each version; PostgreSQL 1-7 in its own numbering,
-this history's 2-8, from its upgrade_<n>.sql files). A store of a version is made from them as
-that release made it (its tables, its version), one row in every table, then opened here:
-every row is found again, column by column, and through the store's own reads; the store then
-has the tables, columns and indexes of a store made new here, its paper index finds the old
-paper; and a store newer than this code is refused.
+this history's 2-8, from its upgrade_<n>.sql files); and version 9's whole schema on each
+dialect (the first release of the one history: what backends/tables.py compiled to for a new
+store). A store of a version is made from them as that release made it (its tables, its
+version), one row in every table, then opened here: every row is found again, column by column,
+and through the store's own reads; the store then has the tables, columns and indexes of a store
+made new here, its paper index finds the old paper, it keeps a selection's audit (version 10);
+and a store newer than this code is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,15 @@ import pytest
 from lyra_crawl.backends import Backends
 from lyra_crawl.backends.migrations import HEAD
 from lyra_crawl.backends.paper_saving import block_hash
-from lyra_crawl.backends.records import BackendError, PageRecord
+from lyra_crawl.backends.records import (
+    BackendError,
+    CandidateRecord,
+    PageRecord,
+    SelectionCorpus,
+    SelectionRecord,
+    StageRun,
+    StageScores,
+)
 from lyra_crawl.papers.canonical import PaperRecord
 from tests.backends.test_store import StoreUnderTest, item, postgres_store, record, sqlite_store
 from tests.backends.test_store import paper as paper_of
@@ -33,7 +44,13 @@ from tests.servers.postgres import USER
 
 SCHEMAS = Path(__file__).parent / "schemas"
 # What each release's number is in the one history.
-RELEASES = [("sqlite", n, n) for n in range(1, 8)] + [("postgresql", n, n + 1) for n in range(1, 8)]
+RELEASES = (
+    [("sqlite", n, n) for n in range(1, 8)]
+    + [("postgresql", n, n + 1) for n in range(1, 8)]
+    + [("sqlite", 9, 9), ("postgresql", 9, 9)]
+)
+# Releases whose schema file is whole, not what they added to the version before.
+WHOLE_SCHEMAS = {9}
 DOI = "10.1234/upgrade"
 INSTANT = "2026-01-02T03:04:05.678+00:00"
 # Values a column of that name (or table and name) takes; others by their type.
@@ -140,7 +157,7 @@ class Old:
 def make(old: Old, version: int) -> dict[str, list[str]]:
     """The release's store, version `version`, one row in every table; each table's columns."""
     with old.connect() as conn:
-        for step in range(1, version + 1):
+        for step in [version] if version in WHOLE_SCHEMAS else range(1, version + 1):
             schema = (SCHEMAS / f"{old.dialect}_v{step}.sql").read_text()
             if old.dialect == "sqlite":
                 conn.executescript(schema)
@@ -217,6 +234,28 @@ async def read_back(backends: Backends) -> dict[str, Any]:
     }
 
 
+async def keep_a_selection(backends: Backends) -> bool:
+    """Whether a selection of the release's paper is read back as it was recorded."""
+    chosen = SelectionRecord(
+        question="soil moisture",
+        conversation=None,
+        search_text="soil moisture",
+        facets_named=(),
+        facets_carried=(),
+        facet_note="",
+        documents_kept=1,
+        documents_total=1,
+        stages=(StageRun("keyword", True, "1 document", "bm25s"),),
+        candidates=(CandidateRecord("paper:1", 0, StageScores(keyword=2.0), 1, 1),),
+        reason="",
+        corpus=SelectionCorpus(whole_store=True),
+        corpus_version="v",
+        selected_at=INSTANT,
+    )
+    found = await backends.store.selection(await backends.store.record_selection(chosen))
+    return found is not None and replace(found, id=None) == chosen
+
+
 async def find_the_paper_again(backends: Backends) -> list[int]:
     """A new query's paper with the release's paper's DOI: the rows it is linked to."""
     found = backends.store
@@ -281,6 +320,7 @@ def test_a_store_of_every_earlier_release_opens_with_every_row(
         entries, (entry,) = reads["batch"]
         assert (entries, entry.id, entry.arguments) == (1, 1, {"query": "soil"})
     assert shape(old) == shape(new_store(dialect)), "the tables, columns and indexes of a new store"
+    assert old.store.run(keep_a_selection), "a selection recorded and read back whole"
     assert old.store.run(find_the_paper_again) == [1], "the release's paper, found by the index"
 
 
