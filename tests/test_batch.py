@@ -113,7 +113,7 @@ def test_bad_entries_are_rejected_with_their_position_and_the_rest_kept(config):
     messages = {rejected.position: rejected.message for rejected in batch.rejected}
     assert messages[2].startswith("b.yaml: entry 2: serp_max_pages must be a whole number")
     assert "query is required" in messages[3]
-    assert "unknown option 'colour'" in messages[4]
+    assert messages[4].startswith("b.yaml: entry 4: unknown option 'colour': use one of engine,")
     assert "sources must be a list of names" in messages[5]
     # The store keeps the problem alone: its row already says which entry of which batch.
     stored = {spec.position: spec.rejected for spec in entry_specs(batch)}
@@ -128,7 +128,7 @@ def test_bad_entries_are_rejected_with_their_position_and_the_rest_kept(config):
         ("- a\n- b\n", "expected a mapping with a 'queries:' list"),
         ("query: [a]\n", "expected a mapping with a 'queries:' list"),
         ("queries: [a]\nextra: 1\n", "unknown key 'extra'"),
-        ("defaults: {pages: 3}\nqueries: [a]\n", "unknown option 'pages' in defaults"),
+        ("defaults: {pages: 3}\nqueries: [a]\n", "defaults: unknown option 'pages': use one of"),
     ],
 )
 def test_an_unusable_file_is_one_error(config, text, message):

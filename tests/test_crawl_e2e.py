@@ -165,7 +165,10 @@ def test_scrapy_crawl_command_stores_pages(simulator, db_path):
             "does not support time_range",
         ),
         (["-a", "query=x", "-a", "colour=blue"], "unknown spider argument 'colour'"),
-        (["-a", "query=x", "-a", "sources=serp,scopus"], "source 'scopus' is not available"),
+        (
+            ["-a", "query=x", "-a", "sources=serp,scopus"],
+            "sources names 'scopus', which is not available",
+        ),
         (
             ["-a", "query=x", "-a", "engine=mojeek", "-a", "sources=openalex"],
             "engine 'mojeek' is given but sources (openalex) has no serp",

@@ -9,10 +9,14 @@ A batch file is YAML (see config/batch.example.yaml):
         engine: duckduckgo
         task_id: coasts
 
-Each entry is checked with the spider's own argument rules (arguments.parse_crawl_arguments),
-which ask every engine it goes to whether it can take it. A bad entry is rejected with its
-position and the rest still run; a file that is not a batch at all raises BatchError, as does
-one past BATCH_LIMITS (config.bounded_yaml: size, entries, values, nesting, aliases).
+The file's shape (`BatchDocument`: defaults and queries; `Entry`: a query text, or a mapping with
+its query and options) is a pydantic schema, as the config's is; each entry's options become the
+spider arguments `-a` would give, checked by the spider's own record
+(arguments.parse_crawl_arguments: the same rules and the same words), which asks every engine it
+goes to whether it can take it. A bad entry is rejected with its position and the rest still
+run; a file that is not a batch at all raises BatchError, as does one past BATCH_LIMITS
+(config.bounded_yaml: size, entries, values, nesting, aliases). Every problem is one line,
+shaped as the config's (config.errors.said): `b.yaml: entry 2: strategy must be one of …`.
 """
 
 from __future__ import annotations
@@ -20,17 +24,21 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainValidator, SkipValidation, TypeAdapter, ValidationError
 
 from lyra_crawl.backends.records import BatchEntry as StoredEntry
 from lyra_crawl.backends.records import BatchProgress, EntrySpec
 from lyra_crawl.config import LyraConfig
 from lyra_crawl.config.bounded_yaml import YamlLimits, YamlRefused, load_yaml, read_text
+from lyra_crawl.config.errors import problem, said
+from lyra_crawl.config.fields import null_as
+from lyra_crawl.query.argument_fields import ArgumentError, validated
 from lyra_crawl.query.arguments import (
     SERP_SOURCE,
-    ArgumentError,
     CrawlArguments,
     crawl_sources,
     parse_crawl_arguments,
@@ -39,19 +47,6 @@ from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
 from lyra_crawl.quoting import show
 
-BATCH_OPTIONS = (
-    "engine",
-    "serp_max_pages",
-    "strategy",
-    "sources",
-    "time_range",
-    "task_id",
-    "novelty_scope",
-    "citation_depth",
-    "citation_top_k",
-)
-# Options that are lists in YAML and comma-separated in a spider argument.
-LIST_OPTIONS = frozenset({"sources"})
 # Outcomes that count as success; every other one makes the batch fail.
 SUCCEEDED = frozenset({"finished", "cached"})
 # entry_status's words, in the order a summary counts them.
@@ -124,19 +119,14 @@ def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") 
         doc = load_yaml(text, BATCH_LIMITS)
     except YamlRefused as exc:
         raise BatchError(f"{filename}: {exc}") from None
-    if not isinstance(doc, Mapping) or not isinstance(doc.get("queries"), list):
-        raise BatchError(f"{filename}: expected a mapping with a 'queries:' list")
-    unknown = [key for key in doc if key not in ("defaults", "queries")]
-    if unknown:
-        raise BatchError(f"{filename}: unknown key {show(unknown[0])}: use defaults and queries")
-    defaults = doc.get("defaults")
     try:
-        defaults = _options({} if defaults is None else defaults, "defaults")
-    except ArgumentError as exc:
-        raise BatchError(f"{filename}: {exc}") from None
+        document = _DOCUMENT.validate_python(doc)
+    except ValidationError as error:
+        raise BatchError(f"{filename}: {said(error)}") from None
+    defaults = document.defaults.spider_args()
     entries: list[FileEntry] = []
     rejected: list[RejectedEntry] = []
-    for position, node in enumerate(doc["queries"], start=1):
+    for position, node in enumerate(document.queries, start=1):
         try:
             entries.append(_entry(position, node, defaults, config))
         except ArgumentError as exc:
@@ -145,29 +135,105 @@ def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") 
     return Batch(entries=entries, rejected=rejected, content_hash=digest)
 
 
-def _options(node: Any, where: str) -> dict[str, str]:
-    """Batch options as spider-argument strings; lists become comma-separated."""
-    if not isinstance(node, Mapping):
-        raise ArgumentError(f"{where} must be a mapping of options (got {show(node)})")
-    unknown = [name for name in node if name not in BATCH_OPTIONS]
+def _single(raw: Any) -> str | None:
+    if isinstance(raw, Mapping | list):
+        raise problem(f"must be a single value (got {show(raw)})")
+    return None if raw is None else str(raw)
+
+
+def _names(raw: Any) -> str | None:
+    if raw is None:
+        return None
+    names = raw.split(",") if isinstance(raw, str) else raw
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
+        raise problem(f"must be a list of names (got {show(raw)})")
+    return ",".join(name.strip() for name in names)
+
+
+# An option as the text of its spider argument; left empty (null), not given.
+Option = Annotated[str | None, PlainValidator(_single)]
+
+
+@dataclass(frozen=True)
+class EntryOptions:
+    """What the defaults and each entry may set: spider arguments, as the text `-a` would give."""
+
+    engine: Option = None
+    serp_max_pages: Option = None
+    strategy: Option = None
+    # A list in YAML (or one comma-separated text), comma-separated as an argument.
+    sources: Annotated[str | None, PlainValidator(_names)] = None
+    time_range: Option = None
+    task_id: Option = None
+    novelty_scope: Option = None
+    citation_depth: Option = None
+    citation_top_k: Option = None
+
+    def spider_args(self) -> dict[str, str]:
+        return {name: value for name, value in asdict(self).items() if value is not None}
+
+
+BATCH_OPTIONS = tuple(option.name for option in fields(EntryOptions))
+
+
+def _unknown_options(node: Mapping[Any, Any], known: Sequence[str] = BATCH_OPTIONS) -> None:
+    unknown = [name for name in node if name not in known]
     if unknown:
-        raise ArgumentError(
-            f"unknown option {show(unknown[0])} in {where}: use one of {', '.join(BATCH_OPTIONS)}"
+        raise problem(f": unknown option {show(unknown[0])}: use one of {', '.join(BATCH_OPTIONS)}")
+
+
+def _options(node: Any) -> Any:
+    if not isinstance(node, Mapping):
+        raise problem(f"must be a mapping of options (got {show(node)})")
+    _unknown_options(node)
+    return node
+
+
+def _document(doc: Any) -> Any:
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("queries"), list):
+        raise problem("expected a mapping with a 'queries:' list")
+    unknown = [key for key in doc if key not in ("defaults", "queries")]
+    if unknown:
+        raise problem(f"unknown key {show(unknown[0])}: use defaults and queries")
+    return doc
+
+
+@dataclass(frozen=True)
+class BatchDocument:
+    """A batch file as YAML reads it."""
+
+    # Each read alone (Entry), so that a bad one is rejected and the rest run.
+    queries: Annotated[list[Any], SkipValidation]
+    defaults: Annotated[EntryOptions, BeforeValidator(_options), null_as({})] = EntryOptions()
+
+
+_DOCUMENT = TypeAdapter(Annotated[BatchDocument, BeforeValidator(_document)])
+
+
+def _entry_node(node: Any) -> Any:
+    """An entry as a mapping: a query text is the query alone."""
+    if node is None or isinstance(node, str):
+        return {"query": node}
+    if not isinstance(node, Mapping):
+        raise problem(
+            f"an entry is a query text or a mapping with 'query' (got {show(node)}): "
+            "quote a query YAML reads as a number, a date or true/false"
         )
-    options = {}
-    for name, value in node.items():
-        if value is None:
-            continue
-        if name in LIST_OPTIONS:
-            if isinstance(value, str):
-                value = value.split(",")
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise ArgumentError(f"{name} must be a list of names (got {show(value)})")
-            value = ",".join(v.strip() for v in value)
-        elif isinstance(value, Mapping | list):
-            raise ArgumentError(f"{name} must be a single value (got {show(value)})")
-        options[name] = str(value)
-    return options
+    _unknown_options(node, ("query", *BATCH_OPTIONS))
+    query = node.get("query")
+    if query is not None and not isinstance(query, str):
+        raise problem(f"must be text (got {show(query)}): put it in quotes", "query")
+    return node
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry(EntryOptions):
+    """One entry of a batch file: its query and its options."""
+
+    query: str | None = None
+
+
+_ENTRY = TypeAdapter(Annotated[Entry, BeforeValidator(_entry_node)])
 
 
 def _query_text(node: Any) -> str:
@@ -176,19 +242,8 @@ def _query_text(node: Any) -> str:
 
 
 def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraConfig) -> FileEntry:
-    if node is None or isinstance(node, str):
-        node = {"query": node}
-    if not isinstance(node, Mapping):
-        raise ArgumentError(
-            f"an entry is a query text or a mapping with 'query' (got {show(node)}): "
-            "quote a query YAML reads as a number, a date or true/false"
-        )
-    fields = dict(node)
-    query = fields.pop("query", None)
-    if query is not None and not isinstance(query, str):
-        raise ArgumentError(f"query must be text (got {show(query)}): put it in quotes")
-    spider_args = {**defaults, **_options(fields, "this entry")}
-    spider_args["query"] = query or ""
+    entry = validated(_ENTRY, node)
+    spider_args = {**defaults, **entry.spider_args(), "query": entry.query or ""}
     arguments = parse_crawl_arguments(spider_args, config)
     return FileEntry(
         position=position,

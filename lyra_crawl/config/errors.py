@@ -1,14 +1,16 @@
-"""ConfigError, and pydantic's validation errors turned into its one-line message.
+"""ConfigError, and pydantic's validation errors turned into one line.
 
 Every message names the file, the engine (or section), the field path, the offending value and
 the fix: `search_parsers.yaml: engine 'bing': results_per_page must be a whole number (got 'ten')`.
 Rules the models check themselves raise `problem(...)` with their own wording; pydantic's type
-errors get theirs from `_TYPE_FIXES`.
+errors get theirs from `_TYPE_FIXES`. Spider arguments and batch files are shaped the same way
+(`said`: the argument or the entry's field, then what is wrong and the fix).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 from pydantic_core import PydanticCustomError
@@ -52,28 +54,60 @@ def not_one_of(choices: tuple[str, ...], value: Any, *at: str | int) -> Pydantic
     return problem(f"must be one of {', '.join(choices)} (got {show(value)})", *at)
 
 
-def config_error(error: ValidationError, filename: str) -> ConfigError:
-    """The first of `error`'s problems, the one the file's checks meet first, as a ConfigError."""
+class Problem(NamedTuple):
+    """One of pydantic's problems: where (the path to the field, from the value validated),
+    what is wrong with the fix, and pydantic's kind of error."""
+
+    loc: list[str | int]
+    text: str
+    kind: str
+
+
+def first_problem(error: ValidationError) -> Problem:
+    """The first of `error`'s problems, the one the checks meet first."""
     first = error.errors(include_url=False)[0]
     context = first.get("ctx", {})
     loc = [part for part in (*first["loc"], *context.get("at", ())) if part != "[key]"]
-    engine = str(loc[1]) if len(loc) > 1 and loc[0] == "engines" else ""
-    field = _path(loc[2:] if engine else loc)
     kind = first["type"]
     if kind == PROBLEM:
         text = context["text"]
     elif kind in _MAPPING_TYPES:
         text = f"must be a mapping (got {type(first['input']).__name__})"
-        field = field or "engine"
     else:
         fix = _TYPE_FIXES.get(kind, "is not valid ({reason}): fix it")
         text = fix.format(value=show(first["input"]), reason=first["msg"])
-    # Rules that quote a checker's own sentence put it after a colon: `allowed_hours[1]: …`.
+    return Problem(loc, text, kind)
+
+
+def sentence(subject: str, text: str) -> str:
+    """`subject text`: what is wrong said of the thing it concerns. A rule that quotes a
+    checker's own sentence puts it after a colon (`allowed_hours[1]: …`); without a subject
+    the text is the whole sentence."""
+    if not subject:
+        return text.removeprefix(": ")
     joint = "" if text.startswith(":") else " "
-    return ConfigError(f"{where(filename, engine, field)}{joint}{text}")
+    return f"{subject}{joint}{text}"
 
 
-def _path(loc: list[Any]) -> str:
+def said(error: ValidationError) -> str:
+    """`error`'s first problem in one line, naming the field of the value validated:
+    `serp_max_pages must be a whole number from 1 to 10 (got '11'): -a serp_max_pages=N`."""
+    found = first_problem(error)
+    return sentence(field_path(found.loc), found.text)
+
+
+def config_error(error: ValidationError, filename: str) -> ConfigError:
+    """The first of `error`'s problems, the one the file's checks meet first, as a ConfigError."""
+    found = first_problem(error)
+    loc = found.loc
+    engine = str(loc[1]) if len(loc) > 1 and loc[0] == "engines" else ""
+    field = field_path(loc[2:] if engine else loc)
+    if found.kind in _MAPPING_TYPES:
+        field = field or "engine"
+    return ConfigError(sentence(where(filename, engine, field), found.text))
+
+
+def field_path(loc: Sequence[Any]) -> str:
     """`blocks[2].kind` from ("blocks", 2, "kind"); a key that is not plain text is quoted."""
     return "".join(
         f"[{part}]"

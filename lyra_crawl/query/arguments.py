@@ -1,19 +1,45 @@
-"""Spider arguments: parse and validate `-a name=value` pairs into a typed object. Pure.
+"""Spider arguments: `-a name=value` pairs validated into typed records. Pure.
 
-Called by SerpSpider and, before the crawl starts, by the `crawl` command, so a bad argument
-ends the run with one clear message and no request.
+A record's annotations are the pydantic schema its arguments are validated against (as the
+config's, lyra_crawl.config.models), each field of a kind in query.argument_fields, the rules
+across fields its validators; one ArgumentError line names the first problem, shaped as the
+config's are. Called by SerpSpider and, before the crawl starts, by the `crawl` command, so a bad
+argument ends the run with one clear message and no request; a batch entry's options
+(batch.files) are checked by the same record, word for word.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainValidator,
+    SkipValidation,
+    TypeAdapter,
+    ValidationInfo,
+)
 
 from lyra_crawl.config import CITATION_DEPTHS, STRATEGIES, TIME_RANGES, LyraConfig
+from lyra_crawl.config.errors import problem
+from lyra_crawl.config.fields import one_of
 from lyra_crawl.engines.request import QueryError, check_query_options
 from lyra_crawl.paging.stop_rules import SERP_MAX_PAGES_LIMIT
 from lyra_crawl.politeness.selection import normal_engines
+from lyra_crawl.query.argument_fields import (
+    ArgumentError,
+    Flag,
+    Share,
+    Text,
+    choice,
+    utf8,
+    validated,
+    whole,
+)
 from lyra_crawl.quoting import show
 
 SERP_MAX_PAGES_RANGE = (1, SERP_MAX_PAGES_LIMIT)
@@ -23,58 +49,138 @@ DEFAULT_SOURCES = (SERP_SOURCE, "semantic_scholar", "openalex")
 NOVELTY_SCOPES = ("query", "history")
 # Arguments Scrapyd adds to every job; accepted and ignored apart from the job id.
 SCRAPYD_ARGUMENTS = frozenset({"_job", "_version", "setting"})
-KNOWN_ARGUMENTS = frozenset(
-    {
-        "query",
-        "engine",
-        "serp_page",
-        "serp_max_pages",
-        "strategy",
-        "time_range",
-        "region",
-        "task_id",
-        "sources",
-        "cache",
-        "novelty_scope",
-        "harvest_rate",
-        "resume",
-        "citation_depth",
-        "citation_top_k",
-    }
-)
-
-
 # Arguments of a crawl that runs a stored batch (`scrapy batch FILE` records it).
 BATCH_ARGUMENTS = frozenset({"batch", "concurrency"})
 
 
-class ArgumentError(ValueError):
-    """A spider argument is wrong; the message names it, the value and the fix."""
+def _query(raw: Any) -> str:
+    if raw is None or not str(raw).strip():
+        raise problem('is required and must not be blank: -a query="your search"')
+    return str(raw)
 
 
-@dataclass(frozen=True)
+def _engine(raw: Any, info: ValidationInfo) -> str | None:
+    name = raw or None
+    why = None if name is None else engine_refusal(info.context, name)
+    if why is not None:
+        raise problem(why)
+    return name
+
+
+def _sources(raw: Any, info: ValidationInfo) -> tuple[str, ...]:
+    """`serp,semantic_scholar,openalex` -> its names, checked; `serp` is the query's engine;
+    not given, the default sources the config has."""
+    config: LyraConfig = info.context
+    if raw is None:
+        names = [name for name in DEFAULT_SOURCES if name == SERP_SOURCE or name in config.engines]
+    else:
+        names = [name.strip() for name in str(raw).split(",") if name.strip()]
+    allowed = [SERP_SOURCE, *scholarly_sources(config)]
+    for name in names:
+        if name not in allowed:
+            raise problem(
+                f"names {show(name)}, which is not available: use a comma-separated list of "
+                f"{', '.join(allowed)} (e.g. -a sources=serp,openalex)"
+            )
+    if not names:
+        raise problem(f"is empty: use one or more of {', '.join(allowed)}")
+    return tuple(dict.fromkeys(names))
+
+
+@dataclass(frozen=True, kw_only=True)
 class CrawlArguments:
-    query: str
-    engine: str | None
-    serp_page: int
-    serp_max_pages: int
-    strategy: str
-    time_range: str | None
-    region: str | None
-    task_id: str | None
-    job_id: str | None
-    cache: str = "use"
-    sources: tuple[str, ...] = DEFAULT_SOURCES
-    novelty_scope: str = "query"
-    harvest_rate: float | None = None
-    resume: bool = False
+    """One query's crawl, as its spider arguments say.
+
+    The annotations are the schema `parse_crawl_arguments` validates the arguments against,
+    with the config as context; fields are declared in the order they have always been checked,
+    so the first problem reported is the same one as ever. Built in code, it validates nothing.
+    """
+
+    query: Annotated[str, PlainValidator(_query)]
+    # The config's default when not given (_given).
+    strategy: Annotated[str, one_of(STRATEGIES)]
+    serp_page: Annotated[int, whole(1)] = 1
+    serp_max_pages: Annotated[int, whole(*SERP_MAX_PAGES_RANGE)] = SERP_MAX_PAGES_LIMIT
+    time_range: Annotated[str | None, choice(TIME_RANGES, blank=None)] = None
+    region: Annotated[str | None, Text] = None
+    cache: Annotated[str, choice(CACHE_MODES, blank="use")] = "use"
+    novelty_scope: Annotated[str, choice(NOVELTY_SCOPES, blank="query")] = "query"
+    sources: Annotated[tuple[str, ...], PlainValidator(_sources)] = DEFAULT_SOURCES
+    engine: Annotated[str | None, PlainValidator(_engine)] = None
+    harvest_rate: Annotated[float | None, Share] = None
+    resume: Annotated[bool, Flag] = False
     # The citation graph: how many steps out, from how many papers per step (engines.yaml
     # `citations:` gives the defaults).
-    citation_depth: int = 0
-    citation_top_k: int = 1
-    # Default sources left out because they cannot take this query (a time range, a long
-    # query), each with why; sources a user names are never left out: they refuse instead.
-    sources_left_out: Mapping[str, str] = field(default_factory=dict)
+    citation_depth: Annotated[int, whole(*CITATION_DEPTHS)] = 0
+    citation_top_k: Annotated[int, whole(1)] = 1
+    task_id: Annotated[str | None, Text] = None
+    # Set by the crawl, never an argument: Scrapyd's job id (its `_job`), and the default
+    # sources left out because they cannot take this query (a time range, a long query), each
+    # with why; sources a user names are never left out: they refuse instead.
+    job_id: Annotated[str | None, Field(alias="_job"), Text] = None
+    sources_left_out: Annotated[Mapping[str, str], SkipValidation] = field(default_factory=dict)
+
+
+# The spider arguments of one query's crawl: the record's fields, but those the crawl sets.
+KNOWN_ARGUMENTS = frozenset(f.name for f in fields(CrawlArguments)) - {"job_id", "sources_left_out"}
+
+
+def _given(raw: Mapping[str, Any], info: ValidationInfo) -> Mapping[str, Any]:
+    """The arguments given, checked by name, with the config's defaults for those left out
+    (the strategy, empty too) and the query there to be refused in its own words."""
+    if "concurrency" in raw:
+        raise problem("goes with a stored batch: -a batch=ID -a concurrency=N", "concurrency")
+    unknown = sorted(set(raw) - KNOWN_ARGUMENTS - SCRAPYD_ARGUMENTS)
+    if unknown:
+        raise problem(
+            f"unknown spider argument {show(unknown[0])}: "
+            f"use one of {', '.join(sorted(KNOWN_ARGUMENTS | BATCH_ARGUMENTS))}"
+        )
+    for name, value in raw.items():
+        if isinstance(value, str) and not utf8(value):
+            raise problem(f"is not UTF-8 text (got {show(value)}): fix its encoding", name)
+    config: LyraConfig = info.context
+    return {
+        "query": None,
+        "serp_max_pages": config.pagination.serp_max_pages,
+        "sources": None,
+        "citation_depth": config.citations.depth,
+        "citation_top_k": config.citations.top_k,
+        **raw,
+        "strategy": raw.get("strategy") or config.pagination.strategy,
+    }
+
+
+def _argument_rules(arguments: CrawlArguments, info: ValidationInfo) -> CrawlArguments:
+    engine, sources = arguments.engine, arguments.sources
+    if engine is None:
+        if not usable_engines(info.context):
+            raise problem("no engine is enabled in engines.yaml: enable one or pass -a engine=")
+    elif SERP_SOURCE not in sources and engine not in sources:
+        raise problem(
+            f"{show(engine)} is given but sources ({','.join(sources)}) has no serp: "
+            "add serp to sources or leave engine out",
+            "engine",
+        )
+    return arguments
+
+
+_CRAWL_ARGUMENTS = TypeAdapter(
+    Annotated[CrawlArguments, BeforeValidator(_given), AfterValidator(_argument_rules)]
+)
+
+
+def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlArguments:
+    """One query's crawl from its arguments: ArgumentError naming the first problem, or the
+    first engine the query goes to that cannot take it."""
+    arguments = validated(_CRAWL_ARGUMENTS, raw, config)
+    # Whether the query fits its engines is asked after the fields are read, of the engines
+    # as they stand then: the same question session.opening asks again of the engines it ends
+    # up with, whoever picked them.
+    if not raw.get("sources"):
+        arguments = _without_default_misfits(config, arguments)
+    check_engines_take(config, arguments)
+    return arguments
 
 
 @dataclass(frozen=True)
@@ -84,39 +190,35 @@ class SingleQuery:
     arguments: CrawlArguments
 
 
-@dataclass(frozen=True)
+def _batch_given(raw: Mapping[str, Any], info: ValidationInfo) -> Mapping[str, Any]:
+    beside = sorted(set(raw) - BATCH_ARGUMENTS - SCRAPYD_ARGUMENTS)
+    if beside:
+        raise problem(
+            f"spider argument {show(beside[0])} cannot go with -a batch=: a batch's entries "
+            "carry their own arguments (put it in the batch file's defaults)"
+        )
+    return {"concurrency": default_concurrency(info.context), **raw}
+
+
+@dataclass(frozen=True, kw_only=True)
 class StoredBatch:
     """`-a batch=ID`: a crawl of a stored batch's entries, `concurrency` queries at a time."""
 
-    batch_id: int
-    concurrency: int
-    job_id: str | None = None
+    batch_id: Annotated[int, Field(alias="batch"), whole(1, argument="batch")]
+    concurrency: Annotated[int, whole(1)]
+    job_id: Annotated[str | None, Field(alias="_job"), Text] = None
 
+
+_STORED_BATCH = TypeAdapter(Annotated[StoredBatch, BeforeValidator(_batch_given)])
 
 LaunchPlan = SingleQuery | StoredBatch
 
 
 def parse_launch(raw: Mapping[str, Any], config: LyraConfig) -> LaunchPlan:
     """What a crawl runs: one query, or the entries of a stored batch."""
-    if "batch" not in raw:
-        if "concurrency" in raw:
-            raise ArgumentError(
-                "concurrency goes with a stored batch: -a batch=ID -a concurrency=N"
-            )
-        return SingleQuery(parse_crawl_arguments(raw, config))
-    beside = sorted(set(raw) - BATCH_ARGUMENTS - SCRAPYD_ARGUMENTS)
-    if beside:
-        raise ArgumentError(
-            f"spider argument '{beside[0]}' cannot go with -a batch=: a batch's entries carry "
-            "their own arguments (put it in the batch file's defaults)"
-        )
-    return StoredBatch(
-        batch_id=_whole_number(raw["batch"], "batch", 1, None),
-        concurrency=_whole_number(
-            raw.get("concurrency", default_concurrency(config)), "concurrency", 1, None
-        ),
-        job_id=raw.get("_job") or None,
-    )
+    if "batch" in raw:
+        return validated(_STORED_BATCH, raw, config)
+    return SingleQuery(parse_crawl_arguments(raw, config))
 
 
 def default_concurrency(config: LyraConfig) -> int:
@@ -129,18 +231,6 @@ def default_concurrency(config: LyraConfig) -> int:
     return max(2 * len(choosable), 2)
 
 
-def _whole_number(raw: Any, name: str, low: int, high: int | None) -> int:
-    text = str(raw).strip()
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    span = f"from {low} to {high}" if high is not None else f">= {low}"
-    if value is None or value < low or (high is not None and value > high):
-        raise ArgumentError(f"{name} must be a whole number {span} (got {show(raw)}): -a {name}=N")
-    return value
-
-
 def usable_engines(config: LyraConfig) -> list[str]:
     """Engines that can be crawled now: implemented and enabled."""
     return sorted(
@@ -150,17 +240,25 @@ def usable_engines(config: LyraConfig) -> list[str]:
     )
 
 
-def check_engine(config: LyraConfig, engine: str) -> None:
+def engine_refusal(config: LyraConfig, engine: str) -> str | None:
+    """Why a crawl cannot name `engine`, said of it (`'x' is unknown: use one of …`); None when
+    it can."""
     usable = ", ".join(usable_engines(config))
     if engine not in config.engines:
-        raise ArgumentError(f"engine {show(engine)} is unknown: use one of {usable}")
+        return f"{show(engine)} is unknown: use one of {usable}"
     if not config.engines[engine].implemented:
-        raise ArgumentError(f"engine '{engine}' is not implemented yet: use one of {usable}")
+        return f"{show(engine)} is not implemented yet: use one of {usable}"
     policy = config.policies.get(engine)
     if policy is None or not policy.enabled:
-        raise ArgumentError(
-            f"engine '{engine}' is disabled in engines.yaml: enable it there or use one of {usable}"
-        )
+        return f"{show(engine)} is disabled in engines.yaml: enable it there or use one of {usable}"
+    return None
+
+
+def check_engine(config: LyraConfig, engine: str) -> None:
+    """ArgumentError unless a crawl can name `engine`."""
+    why = engine_refusal(config, engine)
+    if why is not None:
+        raise ArgumentError(f"engine {why}")
 
 
 def query_misfit(config: LyraConfig, engine: str, arguments: CrawlArguments) -> str | None:
@@ -223,87 +321,6 @@ def _check_frontier_takes(config: LyraConfig, arguments: CrawlArguments) -> None
     )
 
 
-def parse_crawl_arguments(raw: Mapping[str, Any], config: LyraConfig) -> CrawlArguments:
-    unknown = sorted(set(raw) - KNOWN_ARGUMENTS - SCRAPYD_ARGUMENTS)
-    if unknown:
-        raise ArgumentError(
-            f"unknown spider argument {show(unknown[0])}: "
-            f"use one of {', '.join(sorted(KNOWN_ARGUMENTS | BATCH_ARGUMENTS))}"
-        )
-    for name, value in raw.items():
-        if isinstance(value, str) and not _utf8(value):
-            raise ArgumentError(f"{name} is not UTF-8 text (got {show(value)}): fix its encoding")
-    query = raw.get("query")
-    if query is None or not str(query).strip():
-        raise ArgumentError('query is required and must not be blank: -a query="your search"')
-    query = str(query)
-    strategy = _one_of(raw.get("strategy") or config.pagination.strategy, STRATEGIES, "strategy")
-    serp_page = _whole_number(raw.get("serp_page", 1), "serp_page", 1, None)
-    serp_max_pages = _whole_number(
-        raw.get("serp_max_pages", config.pagination.serp_max_pages),
-        "serp_max_pages",
-        *SERP_MAX_PAGES_RANGE,
-    )
-    time_range = raw.get("time_range") or None
-    if time_range is not None:
-        _one_of(time_range, TIME_RANGES, "time_range")
-    region = raw.get("region") or None
-    cache = _one_of(raw.get("cache") or "use", CACHE_MODES, "cache")
-    novelty_scope = _one_of(raw.get("novelty_scope") or "query", NOVELTY_SCOPES, "novelty_scope")
-    sources = parse_sources(raw.get("sources"), config)
-    engine = raw.get("engine") or None
-    if engine is not None:
-        check_engine(config, engine)
-        if SERP_SOURCE not in sources and engine not in sources:
-            raise ArgumentError(
-                f"engine '{engine}' is given but sources ({','.join(sources)}) has no serp: "
-                f"add serp to sources or leave engine out"
-            )
-    elif not usable_engines(config):
-        raise ArgumentError("no engine is enabled in engines.yaml: enable one or pass -a engine=")
-    harvest_rate = raw.get("harvest_rate")
-    if harvest_rate is not None:
-        try:
-            harvest_rate = float(harvest_rate)
-        except ValueError:
-            harvest_rate = None
-        if harvest_rate is None or not 0.0 <= harvest_rate <= 1.0:
-            raise ArgumentError(
-                f"harvest_rate must be a number from 0 to 1 (got {show(raw['harvest_rate'])}): "
-                "-a harvest_rate=0.95"
-            )
-    resume = _one_of(str(raw.get("resume") or "false").lower(), ("true", "false"), "resume")
-    citations = config.citations
-    citation_depth = _whole_number(
-        raw.get("citation_depth", citations.depth), "citation_depth", *CITATION_DEPTHS
-    )
-    citation_top_k = _whole_number(
-        raw.get("citation_top_k", citations.top_k), "citation_top_k", 1, None
-    )
-    arguments = CrawlArguments(
-        query=query,
-        engine=engine,
-        serp_page=serp_page,
-        serp_max_pages=serp_max_pages,
-        strategy=strategy,
-        time_range=time_range,
-        region=region,
-        task_id=raw.get("task_id") or None,
-        job_id=raw.get("_job") or None,
-        cache=cache,
-        novelty_scope=novelty_scope,
-        sources=sources,
-        harvest_rate=harvest_rate,
-        resume=resume == "true",
-        citation_depth=citation_depth,
-        citation_top_k=citation_top_k,
-    )
-    if not raw.get("sources"):
-        arguments = _without_default_misfits(config, arguments)
-    check_engines_take(config, arguments)
-    return arguments
-
-
 def _without_default_misfits(config: LyraConfig, arguments: CrawlArguments) -> CrawlArguments:
     """The default sources less the scholarly APIs that cannot take the query, each recorded
     with why: a user who asked for a time range or a long query without naming sources wants
@@ -316,42 +333,9 @@ def _without_default_misfits(config: LyraConfig, arguments: CrawlArguments) -> C
     return replace(arguments, sources=kept, sources_left_out=left_out)
 
 
-def _utf8(text: str) -> bool:
-    """Whether `text` can be stored: no lone surrogate (an invalid byte of a command line)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _one_of(value: Any, choices: tuple[str, ...], name: str) -> str:
-    if value not in choices:
-        raise ArgumentError(f"{name} must be one of {', '.join(choices)} (got {show(value)})")
-    return value
-
-
 def scholarly_sources(config: LyraConfig) -> list[str]:
     """Scholarly APIs that can run beside the SERP engine: implemented and enabled."""
     return [name for name in usable_engines(config) if config.engines[name].scholarly]
-
-
-def parse_sources(raw: Any, config: LyraConfig) -> tuple[str, ...]:
-    """`serp,semantic_scholar,openalex` -> its names, checked; `serp` is the query's engine."""
-    if raw is None:
-        names = [name for name in DEFAULT_SOURCES if name == SERP_SOURCE or name in config.engines]
-    else:
-        names = [name.strip() for name in str(raw).split(",") if name.strip()]
-    allowed = [SERP_SOURCE, *scholarly_sources(config)]
-    for name in names:
-        if name not in allowed:
-            raise ArgumentError(
-                f"source {show(name)} is not available: use a comma-separated list of "
-                f"{', '.join(allowed)} (e.g. -a sources=serp,openalex)"
-            )
-    if not names:
-        raise ArgumentError(f"sources is empty: use one or more of {', '.join(allowed)}")
-    return tuple(dict.fromkeys(names))
 
 
 def crawl_sources(engine: str | None, sources: tuple[str, ...]) -> list[str]:
@@ -359,56 +343,3 @@ def crawl_sources(engine: str | None, sources: tuple[str, ...]) -> list[str]:
     then the scholarly APIs. The cache key and the spider both use this list."""
     apis = [name for name in sources if name not in (SERP_SOURCE, engine)]
     return ([engine] if engine and SERP_SOURCE in sources else []) + apis
-
-
-# Arguments of `scrapy crawl papers` (lyra_crawl.spiders.papers).
-PAPERS_ARGUMENTS = frozenset({"task_id", "query_id"})
-
-
-@dataclass(frozen=True)
-class PapersTarget:
-    """The papers a `papers` crawl reads the landing pages of: one task's, or one query's."""
-
-    task_id: str | None = None
-    query_id: int | None = None
-    job_id: str | None = None
-
-
-def parse_papers_target(raw: Mapping[str, Any]) -> PapersTarget:
-    """`-a task_id=T` or `-a query_id=N` (exactly one), checked."""
-    unknown = sorted(set(raw) - PAPERS_ARGUMENTS - SCRAPYD_ARGUMENTS)
-    if unknown:
-        raise ArgumentError(
-            f"unknown spider argument '{unknown[0]}' for the papers spider: "
-            "use -a task_id=T or -a query_id=N"
-        )
-    task_id = str(raw.get("task_id") or "").strip() or None
-    query_id = raw.get("query_id")
-    if task_id is None and query_id is None:
-        raise ArgumentError(
-            "the papers spider reads the papers of a task or of a query: "
-            "-a task_id=T or -a query_id=N"
-        )
-    if task_id is not None and query_id is not None:
-        raise ArgumentError(
-            "task_id and query_id cannot go together: give -a task_id=T or -a query_id=N"
-        )
-    return PapersTarget(
-        task_id=task_id,
-        query_id=None if query_id is None else _whole_number(query_id, "query_id", 1, None),
-        job_id=raw.get("_job") or None,
-    )
-
-
-def parse_papers_budget(raw: Any) -> int:
-    """LYRA_PAPERS_DAILY_BUDGET: landing pages a day, a whole number of at least 1."""
-    try:
-        budget = int(str(raw).strip())
-    except ValueError:
-        budget = 0
-    if budget < 1:
-        raise ArgumentError(
-            f"LYRA_PAPERS_DAILY_BUDGET must be a whole number of pages of at least 1 "
-            f"(got {show(raw)}): -s LYRA_PAPERS_DAILY_BUDGET=500"
-        )
-    return budget

@@ -1,6 +1,6 @@
 """PapersSpider: read the abstracts of a task's or a query's papers from their landing pages.
 
-Arguments: `-a task_id=T` or `-a query_id=N` (lyra_crawl.query.arguments.parse_papers_target);
+Arguments: `-a task_id=T` or `-a query_id=N` (lyra_crawl.query.papers_target.parse_papers_target);
 Scrapyd's `_job` is accepted. Settings: LYRA_PAPERS_DAILY_BUDGET, the pages all papers crawls
 sharing the Coordinator may ask for in a UTC day; `papers.min_abstract_chars` in engines.yaml;
 and, set for this spider (`-s` overrides them), Scrapy's own politeness: ROBOTSTXT_OBEY,
@@ -38,7 +38,7 @@ from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.papers.landing import LandingOutcome, read_abstract
 from lyra_crawl.papers.landing_fetch import is_due, outcome_of_status, page_to_read
 from lyra_crawl.politeness.quota import utc_date
-from lyra_crawl.query.arguments import PapersTarget, parse_papers_budget, parse_papers_target
+from lyra_crawl.query.papers_target import PapersTarget, parse_papers_budget, parse_papers_target
 from lyra_crawl.session.crawl import CrawlSession
 
 logger = logging.getLogger(__name__)

@@ -114,10 +114,13 @@ def rejections(text: str) -> dict[int, str]:
         ("queries: [a]\n7: x\nnull: y\n", "unknown key 7"),
         ("defaults: [engine]\nqueries: [a]\n", "defaults must be a mapping of options (got ["),
         ("defaults: mojeek\nqueries: [a]\n", "defaults must be a mapping of options"),
-        ("defaults: {engine: [" + "x, " * 500 + "]}\nqueries: [a]\n", "(a list of 500 items)"),
+        (
+            "defaults: {engine: [" + "x, " * 500 + "]}\nqueries: [a]\n",
+            "defaults.engine must be a single value (got ['x', 'x', 'x', 'x', ...] (a list of 500",
+        ),
         (
             "defaults:\n  ? " + MEGABYTE + "\n  : 1\nqueries: [a]\n",
-            "(1,000,000 characters) in defaults",
+            "m…' (1,000,000 characters): use one of engine",
         ),
         (
             "queries:\n" + f"  - [{', '.join(['x'] * 998)}]\n" * 600,
@@ -174,8 +177,11 @@ WRONG_ENTRIES = {
     "query a mapping": ("- {query: {a: b}}", "query must be text (got {'a': 'b'})"),
     "query a number": ("- {query: 12}", "query must be text (got 12)"),
     "query missing": ("- {engine: mojeek}", "query is required"),
-    "option unknown": ("- {query: a, colour: blue}", "unknown option 'colour' in this entry"),
-    "option a number key": ("- {query: a, 3: x}", "unknown option 3 in this entry"),
+    "option unknown": (
+        "- {query: a, colour: blue}",
+        "entry 2: unknown option 'colour': use one of",
+    ),
+    "option a number key": ("- {query: a, 3: x}", "entry 2: unknown option 3: use one of"),
     "option a list": ("- {query: a, engine: [mojeek]}", "engine must be a single value"),
     "option a mapping": ("- {query: a, strategy: {a: 1}}", "strategy must be a single value"),
     "option true": ("- {query: a, strategy: yes}", "strategy must be one of fixed, auto"),
@@ -183,7 +189,7 @@ WRONG_ENTRIES = {
     "pages huge": ("- {query: a, serp_max_pages: " + "9" * 400 + "}", "(got '9999"),
     "sources a number": ("- {query: a, sources: 7}", "sources must be a list of names (got 7)"),
     "sources of numbers": ("- {query: a, sources: [1, 2]}", "sources must be a list of names"),
-    "sources unknown": ("- {query: a, sources: [serp, nope]}", "source 'nope' is not available"),
+    "sources unknown": ("- {query: a, sources: [serp, nope]}", "sources names 'nope', which is"),
     "sources empty": ("- {query: a, sources: []}", "sources is empty"),
     "engine unknown": ("- {query: a, engine: nope}", "engine 'nope' is unknown"),
     "engine a megabyte": (
