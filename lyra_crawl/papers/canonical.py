@@ -104,6 +104,9 @@ class CanonicalPaperIndex:
         self._cited = CitedWords()
         # The side bits of groups added with a side, by their key; empty in a plain index.
         self._sides: dict[int, int] = {}
+        # The sides of every title seen: a title's blocks are searched only once the other
+        # side has titles (a store's index adds all its stored groups first).
+        self._title_sides = 0
         # Each distinct raw title added, normalised (once: papers() reads them again).
         self._normalized: dict[str, str] = {}
 
@@ -243,11 +246,13 @@ class CanonicalPaperIndex:
             title.links.append(TitleLink(title_id, same_title_features(words)))
             self._title_ids[normalized_title] = title_id
             self._titles.append(title)
+            self._title_sides |= side
             for block in self._link_title(title_id, side):
                 if len(block) < BLOCK_LIMIT:
                     block.append(title_id)
         elif side and not self._titles[title_id].sides & side:
             self._titles[title_id].sides |= side
+            self._title_sides |= side
             self._link_title(title_id, side)
         return title_id
 
@@ -262,6 +267,8 @@ class CanonicalPaperIndex:
         word_blocks = [self._blocks.setdefault(key, []) for key in word_keys]
         edge_blocks = [self._blocks.setdefault(key, []) for key in edge_keys]
         other_side = _BOTH_SIDES & ~side if side else 0
+        if other_side and not self._title_sides & other_side:
+            return word_blocks + edge_blocks
         edge_candidates = self._candidates(edge_blocks, title_id, other_side)
         candidates = list(
             dict.fromkeys(self._candidates(word_blocks, title_id, other_side) + edge_candidates)
