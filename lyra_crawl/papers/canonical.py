@@ -27,6 +27,7 @@ import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal
 
 from lyra_crawl.papers.assembly import Attribution, CanonicalPaper, canonical_paper
@@ -289,9 +290,11 @@ class CanonicalPaperIndex:
         """Distinct titles in blocks that are not full, with the qualifier of the title
         `title_id`; with `other_side`, only those seen on that side and not linked with it yet."""
         titles, qualifiers = self._titles, self._qualifiers
-        seen = dict.fromkeys(c for block in blocks if len(block) < BLOCK_LIMIT for c in block)
+        seen = dict.fromkeys(chain.from_iterable(b for b in blocks if len(b) < BLOCK_LIMIT))
         qualifier = qualifiers[title_id]
         if not other_side:
+            if len(self._qualifier_ids) == 1:  # every title's is the same (most indexes)
+                return list(seen)
             return [c for c in seen if qualifiers[c] == qualifier]
         linked = {link.other for link in titles[title_id].links}
         return [
