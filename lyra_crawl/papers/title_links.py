@@ -196,15 +196,9 @@ def numbers_differ(words: tuple[str, ...], other_words: tuple[str, ...]) -> bool
     """Whether both titles name numbers ("part 2", "the 8th workshop", "… 169") and not the
     same ones: numbered items of one kind are different items. Years are left to the records'
     years: in a title they are often a citation's."""
-    numbers, other_numbers = _numbers(words), _numbers(other_words)
+    numbers = {word for word in words if _NUMBER.fullmatch(word) and not is_year(word)}
+    other_numbers = {word for word in other_words if _NUMBER.fullmatch(word) and not is_year(word)}
     return bool(numbers) and bool(other_numbers) and numbers != other_numbers
-
-
-# A title is compared with each title of its blocks, and they with every new title of theirs.
-@lru_cache(maxsize=1 << 14)
-def _numbers(words: tuple[str, ...]) -> frozenset[str]:
-    """The numbers a title names but years."""
-    return frozenset(word for word in words if _NUMBER.fullmatch(word) and not is_year(word))
 
 
 def same_title_features(words: tuple[str, ...]) -> tuple[float, ...]:
