@@ -36,9 +36,9 @@ import tempfile
 import time
 
 from lyra_crawl.backends import Backends, sqlite_url, with_backends
-from lyra_crawl.backends.records import PageRecord, QueryRecord
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
+from lyra_crawl.records import PageRecord, QueryRecord
 from lyra_crawl.reports.paper_export.streaming import WRITERS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -20,12 +20,12 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase
 from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
 from lyra_crawl.backends.store import SqlStore
 from lyra_crawl.backends.urls import redact_url
 from lyra_crawl.quoting import show
+from lyra_crawl.records import BackendError
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ batch, its figures aggregated by the store) and `SelectionStore` (`scrapy select
 One store object plays every role (`ResultStore`); a component depends on the roles it uses.
 `Coordinator` holds what must be exact across every process sharing it (daily quotas, each
 engine's send slot, circuit breakers). All return the typed records of
-lyra_crawl.backends.records, never a driver's row type. A backend is chosen by URL
+lyra_crawl.records, never a driver's row type. A backend is chosen by URL
 (LYRA_DB_URL, LYRA_COORDINATION_URL; see lyra_crawl.backends.open_backends): SQLite is the
 embedded default, PostgreSQL and Redis the way past one machine.
 
@@ -22,7 +22,11 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from lyra_crawl.backends.records import (
+from lyra_crawl.config import BreakerPolicy
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper
+from lyra_crawl.politeness.breaker import Admission, Health
+from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -49,10 +53,6 @@ from lyra_crawl.backends.records import (
     StoredPaper,
     StoredQuery,
 )
-from lyra_crawl.config import BreakerPolicy
-from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper
-from lyra_crawl.politeness.breaker import Admission, Health
 
 
 class Backend(Protocol):

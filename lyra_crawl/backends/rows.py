@@ -17,7 +17,10 @@ from dataclasses import asdict, fields
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from lyra_crawl.backends.records import (
+from lyra_crawl.items import ResultItem
+from lyra_crawl.politeness.breaker import BreakerState, Health
+from lyra_crawl.processes import process_running
+from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,
     BlockCount,
@@ -41,9 +44,6 @@ from lyra_crawl.backends.records import (
     StoredPaper,
     StoredQuery,
 )
-from lyra_crawl.items import ResultItem
-from lyra_crawl.politeness.breaker import BreakerState, Health
-from lyra_crawl.processes import process_running
 
 
 class Row(Protocol):

@@ -36,7 +36,6 @@ from lyra_crawl.backends.dialects import (
     NoneOf,
     Statement,
 )
-from lyra_crawl.backends.records import RESUMABLE_STATUSES, StoredPaper
 from lyra_crawl.backends.tables import (
     batch_entries,
     batch_rate_waits,
@@ -56,6 +55,7 @@ from lyra_crawl.backends.tables import (
     serp_items,
     serp_pages,
 )
+from lyra_crawl.records import RESUMABLE_STATUSES, StoredPaper
 
 # -- queries ---------------------------------------------------------------------------------
 

@@ -29,7 +29,10 @@ from lyra_crawl.backends.paper_saving import (
     StoredTitles,
     UrlLinks,
 )
-from lyra_crawl.backends.records import (
+from lyra_crawl.backends.rows import instant
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
+from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -53,9 +56,6 @@ from lyra_crawl.backends.records import (
     StoredPaper,
     StoredQuery,
 )
-from lyra_crawl.backends.rows import instant
-from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
 
 T = TypeVar("T")
 A = TypeVar("A")

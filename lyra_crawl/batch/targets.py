@@ -31,7 +31,7 @@ from lyra_crawl.backends import (
     try_backend,
     urls_from_settings,
 )
-from lyra_crawl.backends.records import BackendError
+from lyra_crawl.records import BackendError
 
 STORE = "LYRA_DB_URL"
 COORDINATION = "LYRA_COORDINATION_URL"

@@ -41,13 +41,13 @@ from lyra_crawl.backends import (
     with_backends,
 )
 from lyra_crawl.backends.protocols import ResultStore
-from lyra_crawl.backends.records import (
+from lyra_crawl.config import ConfigError, RetrievalPolicy, load_config
+from lyra_crawl.records import (
     BackendError,
     SelectionCorpus,
     SelectionRecord,
     StageScores,
 )
-from lyra_crawl.config import ConfigError, RetrievalPolicy, load_config
 from lyra_crawl.session.saved_pages import data_dir
 
 if TYPE_CHECKING:

@@ -21,14 +21,14 @@ from lyra_crawl.backends import (
     sqlite_url,
     urls_from_settings,
 )
-from lyra_crawl.backends.records import (
-    BackendError,
-    PageRecord,
-)
 from lyra_crawl.backends.rows import ITEM_COLUMNS, process_alive
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
 from lyra_crawl.backends.statements import LINKS_BY_URL
 from lyra_crawl.paging.ledger import PageLedger
+from lyra_crawl.records import (
+    BackendError,
+    PageRecord,
+)
 from tests.backends.test_store import record
 from tests.conftest import in_own_loop, with_store
 

@@ -26,7 +26,10 @@ import pytest
 
 from lyra_crawl.backends import Backends, sqlite_path, sqlite_url, with_backends
 from lyra_crawl.backends.protocols import ROLES
-from lyra_crawl.backends.records import (
+from lyra_crawl.backends.rows import ITEM_COLUMNS
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
+from lyra_crawl.records import (
     CandidateRecord,
     CitationFetch,
     EntrySpec,
@@ -40,9 +43,6 @@ from lyra_crawl.backends.records import (
     StoredItem,
     StoredPaper,
 )
-from lyra_crawl.backends.rows import ITEM_COLUMNS
-from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
 from tests.backends.lock_holders import FileLockHolder, PapersLockHolder
 from tests.conftest import in_own_loop
 

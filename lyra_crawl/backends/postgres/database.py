@@ -32,10 +32,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from lyra_crawl.backends import dialects
 from lyra_crawl.backends.dialects import Plan, PlanRun, Step
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.rows import instant
 from lyra_crawl.backends.store import opening
 from lyra_crawl.backends.urls import redact_url
+from lyra_crawl.records import BackendError
 
 T = TypeVar("T")
 A = TypeVar("A")

@@ -27,7 +27,6 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import AuthenticationError, NoPermissionError, RedisError
 
 from lyra_crawl.backends.breaker_steps import BreakerSteps
-from lyra_crawl.backends.records import BackendError, EngineState, RateClaim
 from lyra_crawl.backends.redis import scripts
 from lyra_crawl.backends.redis.releases import ReleaseListener
 from lyra_crawl.backends.urls import redact_url
@@ -35,6 +34,7 @@ from lyra_crawl.politeness.breaker import (
     BreakerState,
     Health,
 )
+from lyra_crawl.records import BackendError, EngineState, RateClaim
 
 T = TypeVar("T")
 
