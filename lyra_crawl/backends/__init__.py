@@ -23,8 +23,7 @@ from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.backends.sqlite import SqliteCoordinator, SqliteDatabase
 from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
 from lyra_crawl.backends.store import SqlStore
-from lyra_crawl.backends.urls import redact_url
-from lyra_crawl.quoting import show
+from lyra_crawl.quoting import redact_url, show
 from lyra_crawl.records import BackendError
 
 T = TypeVar("T")

@@ -27,10 +27,10 @@ from lyra_crawl.backends import (
     BackendUrls,
     absolute_url,
     backend_target,
-    redact_url,
     try_backend,
     urls_from_settings,
 )
+from lyra_crawl.quoting import redact_url
 from lyra_crawl.records import BackendError
 
 STORE = "LYRA_DB_URL"

@@ -17,7 +17,6 @@ import pytest
 from lyra_crawl.backends import (
     BackendUrls,
     open_backends,
-    redact_url,
     sqlite_url,
     urls_from_settings,
 )
@@ -25,6 +24,7 @@ from lyra_crawl.backends.rows import ITEM_COLUMNS, process_alive
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
 from lyra_crawl.backends.statements import LINKS_BY_URL
 from lyra_crawl.paging.ledger import PageLedger
+from lyra_crawl.quoting import redact_url
 from lyra_crawl.records import (
     BackendError,
     PageRecord,
