@@ -176,7 +176,7 @@ STORE_PAGE = Statement(
     keys=PAGE_COLUMNS,
 )
 PAGES = Statement("SELECT * FROM serp_pages WHERE query_id = :id ORDER BY source, page_number")
-# The pages stored for each source of a query, for invariants.check_query_end.
+# The pages stored for each source of a query, for query.invariants.check_query_end.
 PAGES_BY_SOURCE = Statement(
     "SELECT source, COUNT(*) FROM serp_pages WHERE query_id = :id GROUP BY source"
 )

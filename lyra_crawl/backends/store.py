@@ -20,7 +20,6 @@ from typing import Any, Protocol, TypeVar
 from lyra_crawl.backends import citation_saving, migrations, rows
 from lyra_crawl.backends import statements as sql
 from lyra_crawl.backends.dialects import Plan, first, named, run, run_many, tuples, value
-from lyra_crawl.backends.invariants import check_entry_state, check_query_end
 from lyra_crawl.backends.paper_saving import (
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
@@ -32,6 +31,7 @@ from lyra_crawl.backends.paper_saving import (
 from lyra_crawl.backends.rows import instant
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
+from lyra_crawl.query.invariants import check_entry_state, check_query_end
 from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from lyra_crawl.backends.invariants import UntruthfulRecord
+from lyra_crawl.query.invariants import UntruthfulRecord
 from lyra_crawl.records import NO_ENGINE, EntrySpec, PageRecord
 from tests.backends.test_store import item, record
 
