@@ -1,5 +1,5 @@
-"""Rows to the typed records, the item columns, instants as text, dead crawls on this host, a
-batch's figures from grouped rows: what the SQL store reads back (backends.store). No SQL.
+"""Rows to the typed records, the item columns, instants as text, a batch's figures from grouped
+rows: what the SQL store reads back (backends.store). No SQL.
 
 A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
 as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, fields
 from datetime import UTC, datetime
@@ -19,7 +18,6 @@ from typing import Any, Protocol
 
 from lyra_crawl.items import ResultItem
 from lyra_crawl.politeness.breaker import BreakerState, Health
-from lyra_crawl.processes import process_running
 from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,
@@ -305,31 +303,6 @@ def selection_record(row: Row, candidates: Iterable[Row]) -> SelectionRecord:
 @functools.cache
 def _field_names(record: type) -> tuple[str, ...]:
     return tuple(field.name for field in fields(record))
-
-
-# -- crawls on this host ---------------------------------------------------------------------
-
-
-def process_alive(pid: int, *, known_at: float | None = None) -> bool:
-    """Whether `pid` runs on this host (lyra_crawl.processes: a zombie does not; with
-    `known_at`, a Unix time it ran, nor does a process that took the pid after)."""
-    return process_running(pid, known_at=known_at)
-
-
-def dead_lease_owners(owners: Iterable[str]) -> list[str]:
-    """The lease owners (host:pid) that are processes of this host no longer running.
-
-    An owner of another host, or that is not host:pid (another client of the store), is left to
-    its lease.
-    """
-    host = f"{socket.gethostname()}:"
-    return [
-        owner
-        for owner in owners
-        if owner.startswith(host)
-        and owner[len(host) :].isdigit()
-        and not process_alive(int(owner[len(host) :]))
-    ]
 
 
 # -- batch figures ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from lyra_crawl.backends.paper_saving import (
 from lyra_crawl.backends.rows import instant
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
+from lyra_crawl.processes import dead_lease_owners, process_running
 from lyra_crawl.query.invariants import check_entry_state, check_query_end
 from lyra_crawl.records import (
     BatchEntry,
@@ -678,7 +679,7 @@ def _end_dead_leases(batch_id: int) -> Plan[None]:
     owners = yield tuples(
         sql.LEASE_OWNERS, batch_id=batch_id, host_owners=f"{socket.gethostname()}:%"
     )
-    if dead := rows.dead_lease_owners(owner for (owner,) in owners):
+    if dead := dead_lease_owners(owner for (owner,) in owners):
         yield run(sql.END_LEASES, batch_id=batch_id, owners=dead)
 
 
@@ -804,8 +805,6 @@ def opening(dialect: str, where: str) -> Plan[None]:
     yield from migrations.upgrade(dialect, where)
     running = yield tuples(sql.RUNNING_HERE, host=socket.gethostname())
     if dead := [
-        query_id
-        for query_id, pid, started in running
-        if not rows.process_alive(pid, known_at=started)
+        query_id for query_id, pid, started in running if not process_running(pid, known_at=started)
     ]:
         yield run(sql.INTERRUPT_QUERIES, ids=dead)
