@@ -63,7 +63,8 @@ from typing import NamedTuple
 from rapidfuzz import fuzz, process
 
 from benchmarks.simulated_papers import simulated_merge_errors
-from lyra_crawl.backends import Backends, sqlite_url, with_backends
+from lyra_crawl.backend_urls import sqlite_url
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.config import PapersPolicy
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord

@@ -40,7 +40,8 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import SETTINGS_PRIORITIES, Settings
 from scrapy.utils.conf import get_config
 
-from lyra_crawl.backends import Backends, open_backends, run_sync, urls_from_settings
+from lyra_crawl.backend_urls import urls_from_settings
+from lyra_crawl.backends import Backends, open_backends, run_sync
 from lyra_crawl.backends.protocols import BatchReports, ResultStore
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.files import (

@@ -28,7 +28,8 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 from scrapy.spiders import Spider
 
-from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
+from lyra_crawl.backend_urls import urls_from_settings
+from lyra_crawl.backends import open_backends, run_sync
 from lyra_crawl.backends.protocols import QueryStore
 from lyra_crawl.batch.targets import REFUSED, check_expected, node_report
 from lyra_crawl.batch.workers import stop_with_batch_command

@@ -29,7 +29,8 @@ from scrapy.crawler import Crawler
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.task import LoopingCall
 
-from lyra_crawl.backends import Backends, open_backends, urls_from_settings
+from lyra_crawl.backend_urls import urls_from_settings
+from lyra_crawl.backends import Backends, open_backends
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
 from lyra_crawl.config import EngineSpec, LyraConfig
 from lyra_crawl.engines.base import PageRequest

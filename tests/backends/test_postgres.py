@@ -11,7 +11,8 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from lyra_crawl.backends import Backends, open_backends, sqlite_url, urls_from_settings
+from lyra_crawl.backend_urls import sqlite_url, urls_from_settings
+from lyra_crawl.backends import Backends, open_backends
 from lyra_crawl.backends.migrations import HEAD as SCHEMA_VERSION
 from lyra_crawl.backends.statements import PAPERS_LOCK_KEY
 from lyra_crawl.quoting import redact_url

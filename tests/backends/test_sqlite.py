@@ -11,12 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.backends import (
-    BackendUrls,
-    open_backends,
-    sqlite_url,
-    urls_from_settings,
-)
+from lyra_crawl.backend_urls import BackendUrls, sqlite_url, urls_from_settings
+from lyra_crawl.backends import open_backends
 from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
 from lyra_crawl.backends.statements import LINKS_BY_URL

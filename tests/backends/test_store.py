@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 import psycopg
 import pytest
 
-from lyra_crawl.backends import Backends, sqlite_path, sqlite_url, with_backends
+from lyra_crawl.backend_urls import sqlite_path, sqlite_url
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.backends.protocols import ROLES
 from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.items import ResultItem
