@@ -139,9 +139,6 @@ class SqlStore:
         entry_detail: str = "",
         entry_detached: bool = False,
     ) -> StoredQuery:
-        """Close the row; pages, items and the harvest rate (share of items whose relevance
-        reaches the threshold) are counted from what was really stored."""
-
         def finish() -> Plan[StoredQuery]:
             row = yield first(
                 sql.FINISH_QUERY,
@@ -182,7 +179,6 @@ class SqlStore:
         return await self._query(sql.QUERY_FOR_JOB, job_id=job_id)
 
     async def task_harvest_rate(self, task_id: str) -> float | None:
-        """Mean harvest rate of the task's earlier queries that recorded one, or None."""
         found = await self._read_step(value(sql.TASK_HARVEST_RATE, task_id=task_id))
         return None if found is None else float(found)
 
@@ -226,7 +222,6 @@ class SqlStore:
         return {row[0] for row in await self._tuples(sql.EARLIER_URLS, id=query_id)}
 
     async def repeated_url_count(self, query_id: int) -> int:
-        """Items of this query whose normalized URL an earlier crawl of the same query stored."""
         return int(await self._read_step(value(sql.REPEATED_URL_COUNT, id=query_id)))
 
     async def stale_parsers(self) -> list[StaleParser]:
@@ -574,14 +569,11 @@ class SqlStore:
         return rows.depth_rates(await self._tuples(sql.DEPTH_RATES, batch_id=batch_id))
 
     async def batch_query_ids(self, batch_id: int) -> list[int]:
-        """The batch's queries, in entry order."""
         return [int(row[0]) for row in await self._tuples(sql.BATCH_QUERY_IDS, batch_id=batch_id)]
 
     async def batch_entries_in(
         self, batch_id: int, states: Sequence[str], *, limit: int
     ) -> tuple[list[BatchEntry], int]:
-        """The first `limit` entries in one of `states`, by position, and how many there are."""
-
         def read() -> Plan[tuple[list[BatchEntry], int]]:
             where = {"batch_id": batch_id, "states": list(states)}
             found = yield named(sql.ENTRIES_IN, limit=limit, **where)
