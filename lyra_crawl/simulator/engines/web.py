@@ -230,7 +230,15 @@ class Brave(OffsetPaged):
         )
 
     def captcha_page(self, query: str) -> SimPage:
-        return html_page("Brave Search", '<div id="captcha-challenge">Verify you are human</div>')
+        # The 2026 proof-of-work page as a client without JavaScript gets it, with 200: the
+        # app's shell, its noscript sentence and its route in the page's data, as scrapers
+        # describe it (config/search_parsers.yaml, brave's blocks).
+        return html_page(
+            "PoW Captcha - Brave Search",
+            "<noscript>This page needs JavaScript to function. Your request has been flagged as"
+            " being suspicious and Brave Search decided to schedule a captcha for you.</noscript>"
+            '<script>__sveltekit_sim = {data: {page:"/captcha",searchPage:"/search"}};</script>',
+        )
 
 
 class Ecosia(OffsetPaged):
