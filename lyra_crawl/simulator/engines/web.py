@@ -230,14 +230,15 @@ class Brave(OffsetPaged):
         )
 
     def captcha_page(self, query: str) -> SimPage:
-        # The 2026 proof-of-work page as a client without JavaScript gets it, with 200: the
-        # app's shell, its noscript sentence and its route in the page's data, as scrapers
-        # describe it (config/search_parsers.yaml, brave's blocks).
+        # Brave's 2026 challenge page as a headless Chrome saved it, with 200: the app's shell,
+        # its noscript sentence and its route in the page's data (config/search_parsers.yaml).
         return html_page(
-            "PoW Captcha - Brave Search",
-            "<noscript>This page needs JavaScript to function. Your request has been flagged as"
-            " being suspicious and Brave Search decided to schedule a captcha for you.</noscript>"
-            '<script>__sveltekit_sim = {data: {page:"/captcha",searchPage:"/search"}};</script>',
+            "Captcha - Brave Search",
+            '<div id="main"><noscript><h5>This page needs JavaScript to function.</h5>'
+            " Your request has been flagged as being suspicious and Brave Search decided to"
+            " schedule a captcha for you.</noscript></div>"
+            '<script>kit.start(app, element, {data: [{type:"data",data:{page:"/captcha/slider",'
+            'searchPage:"/search",query:void 0}}]});</script>',
         )
 
 
