@@ -26,6 +26,7 @@ import yaml
 
 from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.config import load_config
+from lyra_crawl.session.launch import ENTRY_POLL_S
 from tests.conftest import ROOT, edited_config, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 from tests.servers.postgres import PASSWORD as POSTGRES_PASSWORD
@@ -309,9 +310,10 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     reopens_at = read_store(settings, open_until)
     assert reopens_at > time.time(), "the breaker is open"
     # The other nodes' entries naming the engine wait for its cool-down; then the first request
-    # is the one half-open trial (its page answered slowly), and only its answer lets the
-    # other entry's request go, whichever node runs it.
-    slow = start_simulator("--slow-at", "duckduckgo:1:1500")
+    # is the one half-open trial, held by the simulator: while it is out, no other request goes
+    # (the other node looks again every ENTRY_POLL_S, twice in this window), and once its
+    # answer is released, the other entry's request goes, whichever node runs it.
+    trial = start_simulator("--hold-at", "duckduckgo:1")
     waiting = batch_file(
         tmp_path,
         "waiting.yaml",
@@ -320,17 +322,28 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
         sources=["serp"],
         serp_max_pages=1,
     )
-    result = run_batch(
-        waiting, nodes[1:], {**settings, "LYRA_SIMULATOR_URL": slow.url}, "--concurrency", "1"
+    batch = run_batch(
+        waiting,
+        nodes[1:],
+        {**settings, "LYRA_SIMULATOR_URL": trial.url},
+        "--concurrency",
+        "1",
+        wait=False,
     )
+    assert trial.held("duckduckgo", 1, timeout_s=COOLDOWN_S + 60), "no trial request came"
+    second = trial.held("duckduckgo", 1, count=2, timeout_s=2 * ENTRY_POLL_S + 0.5)
+    released_at = time.time()
+    trial.release("duckduckgo", 1)
+    stdout, stderr = batch.communicate(timeout=JOB_TIMEOUT_S + 60)
 
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert "2 of 2 entries succeeded" in result.stdout
+    assert not second, "a second request went out during the half-open trial"
+    assert batch.returncode == 0, stdout + stderr[-3000:]
+    assert "2 of 2 entries succeeded" in stdout
     assert len(blocking.requests("duckduckgo")) == 2
-    times = sorted(request["time"] for request in slow.requests("duckduckgo"))
+    times = sorted(request["time"] for request in trial.requests("duckduckgo"))
     assert len(times) == 2
     assert times[0] >= reopens_at, "a request went out while the breaker was open"
-    assert times[1] - times[0] >= 1.5, "a second request went out during the half-open trial"
+    assert times[1] >= released_at, "a second request went out during the half-open trial"
     assert "wait for duckduckgo: its breaker is open until" in job_logs(nodes[1:])
     assert_jobs_logged_no_error(nodes)
 
