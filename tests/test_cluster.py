@@ -49,12 +49,13 @@ def cluster_database(postgres_server: PostgresServer) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def nodes(
     tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer, cluster_database: str
 ) -> Iterator[list[ScrapydServer]]:
-    """Three Scrapyd nodes, each with the project deployed, for the session: a parallel worker
-    makes them once, whichever of this module's tests it runs. A URL with a password never
+    """Three Scrapyd nodes, each with the project deployed, for the module: its tests run on one
+    parallel worker (a module fixture's tests are one xdist group), so the nodes are made once
+    in the whole run, not once per worker. A URL with a password never
     travels with a job (Scrapyd logs job arguments): each node has the PostgreSQL and Redis URLs
     in its environment, as a systemd unit would give them; a job's own settings win over them."""
     folder = tmp_path_factory.mktemp("cluster")
