@@ -51,7 +51,10 @@ def cluster_database(postgres_server: PostgresServer) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def nodes(
-    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer, cluster_database: str
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_server: RedisServer,
+    cluster_database: str,
+    project_egg: Path,
 ) -> Iterator[list[ScrapydServer]]:
     """Three Scrapyd nodes, each with the project deployed, for the module: its tests run on one
     parallel worker (a module fixture's tests are one xdist group), so the nodes are made once
@@ -66,7 +69,7 @@ def nodes(
         for n, context in enumerate(contexts):
             server = context.__enter__()
             servers.append(server)
-            deploy(server, ROOT, folder / f"project{n}")
+            deploy(server, ROOT, folder / f"project{n}", project_egg)
         yield servers
     finally:
         for context in contexts[: len(servers)]:
