@@ -25,7 +25,7 @@ import requests
 import yaml
 
 from lyra_crawl.backends import Backends, with_backends
-from lyra_crawl.config import load_config
+from lyra_crawl.config import BreakerPolicy, load_config
 from lyra_crawl.session.launch import ENTRY_POLL_S
 from tests.conftest import ROOT, edited_config, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
@@ -37,8 +37,6 @@ PROJECT = "lyra_crawl"
 NODES = 3
 JOB_TIMEOUT_S = 240
 CLUSTER_DATABASE = "lyra_cluster"
-# Long enough for a batch on two nodes to start and end inside it.
-COOLDOWN_S = 20
 
 
 @pytest.fixture(scope="session")
@@ -287,14 +285,10 @@ def test_a_rate_limit_holds_across_nodes(
 
 
 def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
-    nodes, start_simulator, tmp_path, backend_settings, cluster_config
+    nodes, start_simulator, tmp_path, backend_settings
 ):
-    def short_captcha_cooldown(policy: dict[str, Any]) -> None:
-        policy["breaker"]["cooldown_s"]["captcha"] = COOLDOWN_S
-
-    config = str(cluster_config(short_captcha_cooldown))
     blocking = start_simulator("--captcha-at", "duckduckgo:2")
-    settings = {**backend_settings, "LYRA_SIMULATOR_URL": blocking.url, "LYRA_CONFIG_DIR": config}
+    settings = {**backend_settings, "LYRA_SIMULATOR_URL": blocking.url}
     first = batch_file(
         tmp_path,
         "captcha.yaml",
@@ -306,17 +300,13 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     )
     run_batch(first, nodes[:1], settings)
     assert len(blocking.requests("duckduckgo")) == 2, "the CAPTCHA came on page 2"
+    assert read_store(settings, breaker_open_until) > time.time() + 600, "open for an hour"
 
-    async def open_until(backends: Backends) -> float:
-        health = await backends.coordinator.breaker_health("duckduckgo")
-        return health.open_until or 0.0
-
-    reopens_at = read_store(settings, open_until)
-    assert reopens_at > time.time(), "the breaker is open"
-    # The other nodes' entries naming the engine wait for its cool-down; then the first request
-    # is the one half-open trial, held by the simulator: while it is out, no other request goes
-    # (the other node looks again every ENTRY_POLL_S, twice in this window), and once its
-    # answer is released, the other entry's request goes, whichever node runs it.
+    # The other nodes' entries naming the engine wait for its cool-down, which the test ends
+    # once a node says they do; then the first request is the one half-open trial, held by the
+    # simulator: while it is out, no other request goes (the other node looks again every
+    # ENTRY_POLL_S, twice in this window), and once its answer is released, the other entry's
+    # request goes, whichever node runs it.
     trial = start_simulator("--hold-at", "duckduckgo:1")
     waiting = batch_file(
         tmp_path,
@@ -334,7 +324,9 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
         "1",
         wait=False,
     )
-    assert trial.held("duckduckgo", 1, timeout_s=COOLDOWN_S + 60), "no trial request came"
+    wait_for_log(nodes[1:], batch, "for duckduckgo: its breaker is open until")
+    reopens_at = read_store(settings, end_cooldown)
+    assert trial.held("duckduckgo", 1, timeout_s=60), "no trial request came"
     second = trial.held("duckduckgo", 1, count=2, timeout_s=2 * ENTRY_POLL_S + 0.5)
     released_at = time.time()
     trial.release("duckduckgo", 1)
@@ -348,8 +340,32 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     assert len(times) == 2
     assert times[0] >= reopens_at, "a request went out while the breaker was open"
     assert times[1] >= released_at, "a second request went out during the half-open trial"
-    assert "wait for duckduckgo: its breaker is open until" in job_logs(nodes[1:])
     assert_jobs_logged_no_error(nodes)
+
+
+async def breaker_open_until(backends: Backends) -> float:
+    health = await backends.coordinator.breaker_health("duckduckgo")
+    return health.open_until or 0.0
+
+
+async def end_cooldown(backends: Backends) -> float:
+    """DuckDuckGo's breaker cool-down ended now, through the coordinator every node shares (as
+    a failed trial with no cool-down would end it): when it ended."""
+    no_cooldown = BreakerPolicy(cooldown_s={"captcha": 0.0})
+    change = await backends.coordinator.breaker_failure(
+        "duckduckgo", no_cooldown, kind="captcha", trial=True, retry_after_s=None
+    )
+    assert change.after.open_until is not None
+    return change.after.open_until
+
+
+def wait_for_log(nodes: list[ScrapydServer], batch: subprocess.Popen[str], text: str) -> None:
+    """Until a job of `nodes` has logged `text`, the batch running all along."""
+    deadline = time.monotonic() + 120
+    while text not in job_logs(nodes):
+        assert batch.poll() is None, f"the batch ended: {batch.communicate()}"
+        assert time.monotonic() < deadline, f"no job logged {text!r}: {job_logs(nodes)}"
+        time.sleep(0.2)
 
 
 def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(
