@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from lyra_crawl.backends.records import BatchEntry, EntrySpec, PageRecord, QueryRecord
 from lyra_crawl.batch.files import (
     CACHED,
     SUMMARY_ENTRIES,
@@ -28,6 +27,7 @@ from lyra_crawl.batch.files import (
 from lyra_crawl.commands.batch import batch_end
 from lyra_crawl.config import LyraConfig, load_config
 from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.records import BatchEntry, EntrySpec, PageRecord, QueryRecord
 from tests.conftest import (
     Lines,
     edited_config,

@@ -21,7 +21,6 @@ from pathlib import Path
 import pyte
 import pytest
 
-from lyra_crawl.backends.records import BatchProgress
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.progress import (
     OBSERVED_PACE,
@@ -34,6 +33,7 @@ from lyra_crawl.batch.progress import (
     remaining_requests,
 )
 from lyra_crawl.query.cache_key import cache_key
+from lyra_crawl.records import BatchProgress
 from tests.conftest import ROOT, Lines, query_db, run_scrapy, start_scrapy, with_store
 
 COLUMNS, ROWS = 110, 40

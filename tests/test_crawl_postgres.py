@@ -8,7 +8,8 @@ from typing import Any
 import psycopg
 import pytest_twisted
 
-from lyra_crawl.backends import Backends, redact_url
+from lyra_crawl.backends import Backends
+from lyra_crawl.quoting import redact_url
 from tests.backends.test_store import (
     StoreUnderTest,
     postgres_store,

@@ -18,9 +18,9 @@ from typing import TypeVar
 import pytest
 
 from lyra_crawl.backends import Backends, with_backends
-from lyra_crawl.backends.records import EntrySpec
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import BreakerState
+from lyra_crawl.records import EntrySpec
 from tests.backends.lock_holders import FileLockHolder
 from tests.conftest import in_own_loop, with_store
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite.database import CONTENDED_MIN_S, SqliteDatabase
 from lyra_crawl.backends.sqlite.worker import WorkerThread
+from lyra_crawl.records import BackendError
 from tests.backends.lock_holders import wait_for_a_waiter_on
 from tests.conftest import in_own_loop, query_db
 
