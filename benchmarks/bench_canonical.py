@@ -63,12 +63,13 @@ from typing import NamedTuple
 from rapidfuzz import fuzz, process
 
 from benchmarks.simulated_papers import simulated_merge_errors
-from lyra_crawl.backends import Backends, sqlite_url, with_backends
-from lyra_crawl.backends.records import PageRecord, QueryRecord
+from lyra_crawl.backend_urls import sqlite_url
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.config import PapersPolicy
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
 from lyra_crawl.papers.matcher import Matcher
+from lyra_crawl.records import PageRecord, QueryRecord
 from lyra_crawl.results import result_fields
 from lyra_crawl.simulator.corpus import CorpusShape, page_results
 from training.datasets import NOISY_DEV_SET, cora, dblp_acm_records, noisy_dev_records

@@ -48,7 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.bench_batch import ROOT, _raised_config
-from lyra_crawl.backends import Backends, sqlite_url, with_backends
+from lyra_crawl.backend_urls import sqlite_url
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.batch.files import entry_specs, load_batch
 from lyra_crawl.config import load_config
 from lyra_crawl.simulator.process import running_simulator

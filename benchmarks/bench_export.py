@@ -35,10 +35,11 @@ import sys
 import tempfile
 import time
 
-from lyra_crawl.backends import Backends, sqlite_url, with_backends
-from lyra_crawl.backends.records import PageRecord, QueryRecord
+from lyra_crawl.backend_urls import sqlite_url
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
+from lyra_crawl.records import PageRecord, QueryRecord
 from lyra_crawl.reports.paper_export.streaming import WRITERS
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

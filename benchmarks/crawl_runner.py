@@ -28,10 +28,10 @@ from scrapy.crawler import CrawlerProcess
 from scrapy.settings import Settings
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
-from lyra_crawl.backends.records import EntrySpec
 from lyra_crawl.config import load_config
 from lyra_crawl.engines.request import build_page_request
 from lyra_crawl.engines.routing import route_to_simulator
+from lyra_crawl.records import EntrySpec
 from lyra_crawl.spiders.serp import SerpSpider
 
 Query = tuple[str, str]  # (engine, query)

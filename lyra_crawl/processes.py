@@ -1,4 +1,5 @@
-"""Whether a process known by its pid still runs on this host (psutil).
+"""Whether a process known by its pid still runs on this host (psutil), and which lease owners
+(host:pid, as a store records them) are processes of this host that are gone.
 
 A zombie (ended, its parent not yet told) does not: its pid stays taken until the parent reaps
 it, which a busy parent may not do soon. A pid taken again by a later process is caught when the
@@ -7,6 +8,9 @@ after that moment is another one. Without that moment, a reused pid looks alive.
 """
 
 from __future__ import annotations
+
+import socket
+from collections.abc import Iterable
 
 import psutil
 
@@ -27,3 +31,19 @@ def process_running(pid: int, *, known_at: float | None = None) -> bool:
         return False
     except psutil.AccessDenied:
         return True  # another user's process: it exists
+
+
+def dead_lease_owners(owners: Iterable[str]) -> list[str]:
+    """The lease owners (host:pid) that are processes of this host no longer running.
+
+    An owner of another host, or that is not host:pid (another client of the store), is left to
+    its lease.
+    """
+    host = f"{socket.gethostname()}:"
+    return [
+        owner
+        for owner in owners
+        if owner.startswith(host)
+        and owner[len(host) :].isdigit()
+        and not process_running(int(owner[len(host) :]))
+    ]

@@ -2,7 +2,9 @@
 
 Every error that quotes what a user gave (an argument, a batch entry, a config field) quotes it
 through `show`: a megabyte string or a list a YAML alias stands for ends a message in at most
-QUOTE_CHARS characters and its length, never in the whole of it.
+QUOTE_CHARS characters and its length, never in the whole of it. A URL that may hold a password
+(a backend's) is shown through `redact_url`, and a driver's message that may quote it through
+`without_password`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import reprlib
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 # The most of a value a message quotes.
 QUOTE_CHARS = 100
@@ -55,3 +58,27 @@ def _cut(text: str) -> str:
         head = head[: len(head) - max(1, (len(repr(head)) - QUOTE_CHARS - 2) // 4)]
     quoted = repr(head)
     return f"{quoted[:-1]}…{quoted[-1]} ({len(text):,} characters)"
+
+
+def redact_url(url: str) -> str:
+    """`url` without its password, fit for logs and messages; never raises."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL urllib can read (a bad IPv6 host): show only its scheme
+        return f"{url.partition(':')[0]}://***"
+    if not password:
+        return url
+    # Rebuilt from the netloc as written: `hostname` would drop an IPv6 host's brackets.
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def without_password(text: str, url: str) -> str:
+    """`text` (a driver's message, which may quote it) with `url`'s password as ***."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return text
+    return text.replace(password, "***") if password else text

@@ -3,7 +3,7 @@
 `ResultFields` is what a result may say about itself beyond its URL and title; every other
 shape of a result derives from it: `SerpResult` (what a parser found on a page), the Scrapy item
 that carries it through the pipelines (`lyra_crawl.items.ResultItem`), the row that stores it
-(`lyra_crawl.backends.records.StoredItem`) and the paper merge's record
+(`lyra_crawl.records.StoredItem`) and the paper merge's record
 (`lyra_crawl.papers.records.PaperRecord`).
 """
 

@@ -38,7 +38,7 @@ from scrapy.utils.defer import deferred_from_coro
 from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.simulator.process import running_simulator
 from lyra_crawl.spiders.serp import SerpSpider
-from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
+from tests.scrapyd_server import ScrapydServer, build_egg, deploy, running_scrapyd
 
 pytest_plugins = ["tests.servers.postgres", "tests.servers.redis"]
 
@@ -367,11 +367,17 @@ def realworld_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScrapydServer]:
+def project_egg(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This project's egg, built once by scrapyd-deploy for every Scrapyd node of the session."""
+    return build_egg(ROOT, tmp_path_factory.mktemp("egg"))
+
+
+@pytest.fixture(scope="session")
+def scrapyd(tmp_path_factory: pytest.TempPathFactory, project_egg: Path) -> Iterator[ScrapydServer]:
     """A real Scrapyd on loopback with this project deployed by scrapyd-deploy (session-wide)."""
     folder = tmp_path_factory.mktemp("scrapyd")
     with running_scrapyd(folder / "server") as server:
-        deploy(server, ROOT, folder / "project")
+        deploy(server, ROOT, folder / "project", project_egg)
         yield server
 
 

@@ -41,7 +41,7 @@ _CHALLENGE_ATTRIBUTE = re.compile(
 _CHALLENGE_WORDS = re.compile(
     rb"data-sitekey|<altcha-widget|not a robot|are you a robot|verify (?:that )?you(?:'|\xe2\x80"
     rb"\x99| a)re (?:a )?human|confirm you(?:'|\xe2\x80\x99| a)re (?:a )?human|unusual traffic"
-    rb"|proof[- ]of[- ]work",
+    rb"|proof[- ]of[- ]work|schedule a captcha",
     re.IGNORECASE,
 )
 

@@ -103,8 +103,9 @@ def running_scrapyd(
         stop_process(process, timeout=20)
 
 
-def deploy(server: ScrapydServer, project_root: Path, workdir: Path) -> str:
-    """`scrapyd-deploy` a copy of the project in `workdir` to `server`; returns its answer."""
+def build_egg(project_root: Path, workdir: Path) -> Path:
+    """The project's egg, built by `scrapyd-deploy --build-egg` from a copy of it in `workdir`
+    (so the build leaves nothing in the repo): built once, deployed to every node."""
     workdir.mkdir(parents=True, exist_ok=True)
     for name in EGG_SOURCES:
         source = project_root / name
@@ -112,11 +113,23 @@ def deploy(server: ScrapydServer, project_root: Path, workdir: Path) -> str:
             shutil.copytree(source, workdir / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, workdir / name)
+    egg = workdir / "lyra_crawl.egg"
+    _scrapyd_deploy(workdir, "--build-egg", str(egg))
+    return egg
+
+
+def deploy(server: ScrapydServer, project_root: Path, workdir: Path, egg: Path) -> str:
+    """`scrapyd-deploy` the project's `egg` to `server`, from `workdir`; returns its answer."""
+    workdir.mkdir(parents=True, exist_ok=True)
     # A target of its own; the project name still comes from the committed [deploy] section.
-    with (workdir / "scrapy.cfg").open("a") as cfg:
-        cfg.write(f"\n[deploy:test]\nurl = {server.url}\n")
+    config = (project_root / "scrapy.cfg").read_text()
+    (workdir / "scrapy.cfg").write_text(f"{config}\n[deploy:test]\nurl = {server.url}\n")
+    return _scrapyd_deploy(workdir, "test", "--version", "r1", "--egg", str(egg))
+
+
+def _scrapyd_deploy(workdir: Path, *args: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "scrapyd_client.deploy", "test", "--version", "r1"],
+        [sys.executable, "-m", "scrapyd_client.deploy", *args],
         cwd=workdir,
         env=clean_environment(),
         capture_output=True,

@@ -18,6 +18,7 @@ import pytest
 
 from lyra_crawl.batch.workers import CrawlExit, run_crawls
 from tests.conftest import (
+    Lines,
     Simulator,
     edited_config,
     query_db,
@@ -56,14 +57,16 @@ def assert_each_entry_done_once_with_its_four_pages(db_path: Path, topic: str, c
 @pytest.mark.e2e
 def test_a_batch_crawled_by_two_processes_runs_each_entry_once_in_both(start_simulator, tmp_path):
     db_path = tmp_path / "lyra.sqlite3"
-    # Pages slow enough that the crawl starting first cannot finish the batch alone.
-    simulator = start_simulator("--latency-ms", "200")
+    # Page 2 held until two requests wait for it: a crawl sends one request at a time to an
+    # engine (its download slot), so both crawls took entries before any could finish,
+    # however loaded the machine.
+    simulator = start_simulator("--hold-at", "mojeek:2")
     batch_file = four_page_batch(tmp_path, "fjord", 8)
     env = scrapy_env(simulator, db_path)
     # The store is named on the command line only: the crawls get it from there.
     del env["LYRA_DB_PATH"]
 
-    run = run_scrapy(
+    run = start_scrapy(
         "batch",
         str(batch_file),
         "--processes",
@@ -73,20 +76,26 @@ def test_a_batch_crawled_by_two_processes_runs_each_entry_once_in_both(start_sim
         "-s",
         f"LYRA_DB_PATH={db_path}",
         env=env,
+        stdout=True,
     )
+    said = Lines(run.stderr)
+    wait_until_held(run, simulator, "mojeek", 2, count=2)
+    simulator.release("mojeek", 2)
+    run.wait(timeout=300)
+    stdout, stderr = run.stdout.read(), said.text()
 
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "8 of 8 entries succeeded" in run.stdout
-    assert " ERROR: " not in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 0, stderr[-3000:]
+    assert "8 of 8 entries succeeded" in stdout
+    assert " ERROR: " not in stderr, stderr[-3000:]
     assert_each_entry_done_once_with_its_four_pages(db_path, "fjord", 8)
     assert len(crawl_pids(db_path)) == 2, "both processes took entries"
     # Their logs came through this command, each line with its crawl's number.
-    logged = run.stderr.splitlines()
+    logged = stderr.splitlines()
     for number in (1, 2):
         assert any(
             line.startswith(f"[crawl {number}] ") and "Spider closed (finished)" in line
             for line in logged
-        ), run.stderr[-3000:]
+        ), stderr[-3000:]
     assert not any(line.startswith("[crawl 3]") for line in logged)
 
 

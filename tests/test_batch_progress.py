@@ -21,7 +21,6 @@ from pathlib import Path
 import pyte
 import pytest
 
-from lyra_crawl.backends.records import BatchProgress
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.progress import (
     OBSERVED_PACE,
@@ -34,7 +33,8 @@ from lyra_crawl.batch.progress import (
     remaining_requests,
 )
 from lyra_crawl.query.cache_key import cache_key
-from tests.conftest import ROOT, query_db, run_scrapy, with_store
+from lyra_crawl.records import BatchProgress
+from tests.conftest import ROOT, Lines, query_db, run_scrapy, start_scrapy, with_store
 
 COLUMNS, ROWS = 110, 40
 
@@ -170,20 +170,26 @@ PROGRESS_LINE = re.compile(
 def test_a_batch_off_the_terminal_logs_plain_progress_lines_ending_with_the_stored_counts(
     start_simulator, db_path, tmp_path
 ):
-    simulator = start_simulator("--latency-ms", "150")  # slow enough for lines mid-batch
+    # DuckDuckGo's second pages held until a line has come: one line mid-batch, at least.
+    simulator = start_simulator("--hold-at", "duckduckgo:2")
     batch = write_batch(tmp_path / "batch.yaml")
 
-    result = run_scrapy(
+    process = start_scrapy(
         "batch",
         str(batch),
         "--concurrency",
         "2",
         env=batch_env(simulator, db_path, LYRA_PROGRESS_INTERVAL="0.2"),
     )
+    said = Lines(process.stderr)
+    said.wait_for("entries done")
+    simulator.release("duckduckgo", 2)
+    process.wait(timeout=300)
+    stderr = said.text()
 
-    assert result.returncode == 1, result.stderr[-3000:]  # the bad entry
-    lines = [found for found in map(PROGRESS_LINE.search, result.stderr.splitlines()) if found]
-    assert len(lines) >= 2, result.stderr[-3000:]
+    assert process.returncode == 1, stderr[-3000:]  # the bad entry
+    lines = [found for found in map(PROGRESS_LINE.search, stderr.splitlines()) if found]
+    assert int(lines[0]["done"]) < 6, "a line mid-batch"
     last = lines[-1]
     stored = stored_figures(db_path)
     assert stored["states"] == {"done": 6, "rejected": 1}

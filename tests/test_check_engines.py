@@ -55,7 +55,7 @@ def test_each_engine_gets_one_line_with_its_outcome_and_its_saved_page(
         "layout_changed: no result container of any layout (current) is on the page; not the "
         "engine's no-results page; "
     )
-    assert outcomes["brave"] == "blocked: captcha (page contains 'captcha-challenge')"
+    assert outcomes["brave"] == "blocked: captcha (page contains 'decided to schedule a captcha')"
     # Each page is saved where the line says, and reads there as the check read it.
     for engine, line in lines.items():
         path = Path(line["path"])

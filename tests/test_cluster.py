@@ -25,7 +25,8 @@ import requests
 import yaml
 
 from lyra_crawl.backends import Backends, with_backends
-from lyra_crawl.config import load_config
+from lyra_crawl.config import BreakerPolicy, load_config
+from lyra_crawl.session.launch import ENTRY_POLL_S
 from tests.conftest import ROOT, edited_config, in_own_loop
 from tests.scrapyd_server import ScrapydServer, deploy, running_scrapyd
 from tests.servers.postgres import PASSWORD as POSTGRES_PASSWORD
@@ -36,8 +37,6 @@ PROJECT = "lyra_crawl"
 NODES = 3
 JOB_TIMEOUT_S = 240
 CLUSTER_DATABASE = "lyra_cluster"
-# Long enough for a batch on two nodes to start and end inside it.
-COOLDOWN_S = 20
 
 
 @pytest.fixture(scope="session")
@@ -48,12 +47,16 @@ def cluster_database(postgres_server: PostgresServer) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def nodes(
-    tmp_path_factory: pytest.TempPathFactory, redis_server: RedisServer, cluster_database: str
+    tmp_path_factory: pytest.TempPathFactory,
+    redis_server: RedisServer,
+    cluster_database: str,
+    project_egg: Path,
 ) -> Iterator[list[ScrapydServer]]:
-    """Three Scrapyd nodes, each with the project deployed, for the session: a parallel worker
-    makes them once, whichever of this module's tests it runs. A URL with a password never
+    """Three Scrapyd nodes, each with the project deployed, for the module: its tests run on one
+    parallel worker (a module fixture's tests are one xdist group), so the nodes are made once
+    in the whole run, not once per worker. A URL with a password never
     travels with a job (Scrapyd logs job arguments): each node has the PostgreSQL and Redis URLs
     in its environment, as a systemd unit would give them; a job's own settings win over them."""
     folder = tmp_path_factory.mktemp("cluster")
@@ -64,7 +67,7 @@ def nodes(
         for n, context in enumerate(contexts):
             server = context.__enter__()
             servers.append(server)
-            deploy(server, ROOT, folder / f"project{n}")
+            deploy(server, ROOT, folder / f"project{n}", project_egg)
         yield servers
     finally:
         for context in contexts[: len(servers)]:
@@ -282,14 +285,10 @@ def test_a_rate_limit_holds_across_nodes(
 
 
 def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
-    nodes, start_simulator, tmp_path, backend_settings, cluster_config
+    nodes, start_simulator, tmp_path, backend_settings
 ):
-    def short_captcha_cooldown(policy: dict[str, Any]) -> None:
-        policy["breaker"]["cooldown_s"]["captcha"] = COOLDOWN_S
-
-    config = str(cluster_config(short_captcha_cooldown))
     blocking = start_simulator("--captcha-at", "duckduckgo:2")
-    settings = {**backend_settings, "LYRA_SIMULATOR_URL": blocking.url, "LYRA_CONFIG_DIR": config}
+    settings = {**backend_settings, "LYRA_SIMULATOR_URL": blocking.url}
     first = batch_file(
         tmp_path,
         "captcha.yaml",
@@ -301,17 +300,14 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
     )
     run_batch(first, nodes[:1], settings)
     assert len(blocking.requests("duckduckgo")) == 2, "the CAPTCHA came on page 2"
+    assert read_store(settings, breaker_open_until) > time.time() + 600, "open for an hour"
 
-    async def open_until(backends: Backends) -> float:
-        health = await backends.coordinator.breaker_health("duckduckgo")
-        return health.open_until or 0.0
-
-    reopens_at = read_store(settings, open_until)
-    assert reopens_at > time.time(), "the breaker is open"
-    # The other nodes' entries naming the engine wait for its cool-down; then the first request
-    # is the one half-open trial (its page answered slowly), and only its answer lets the
-    # other entry's request go, whichever node runs it.
-    slow = start_simulator("--slow-at", "duckduckgo:1:1500")
+    # The other nodes' entries naming the engine wait for its cool-down, which the test ends
+    # once a node says they do; then the first request is the one half-open trial, held by the
+    # simulator: while it is out, no other request goes (the other node looks again every
+    # ENTRY_POLL_S, twice in this window), and once its answer is released, the other entry's
+    # request goes, whichever node runs it.
+    trial = start_simulator("--hold-at", "duckduckgo:1")
     waiting = batch_file(
         tmp_path,
         "waiting.yaml",
@@ -320,19 +316,56 @@ def test_a_breaker_opened_on_one_node_holds_on_the_others_until_one_trial(
         sources=["serp"],
         serp_max_pages=1,
     )
-    result = run_batch(
-        waiting, nodes[1:], {**settings, "LYRA_SIMULATOR_URL": slow.url}, "--concurrency", "1"
+    batch = run_batch(
+        waiting,
+        nodes[1:],
+        {**settings, "LYRA_SIMULATOR_URL": trial.url},
+        "--concurrency",
+        "1",
+        wait=False,
     )
+    wait_for_log(nodes[1:], batch, "for duckduckgo: its breaker is open until")
+    reopens_at = read_store(settings, end_cooldown)
+    assert trial.held("duckduckgo", 1, timeout_s=60), "no trial request came"
+    second = trial.held("duckduckgo", 1, count=2, timeout_s=2 * ENTRY_POLL_S + 0.5)
+    released_at = time.time()
+    trial.release("duckduckgo", 1)
+    stdout, stderr = batch.communicate(timeout=JOB_TIMEOUT_S + 60)
 
-    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert "2 of 2 entries succeeded" in result.stdout
+    assert not second, "a second request went out during the half-open trial"
+    assert batch.returncode == 0, stdout + stderr[-3000:]
+    assert "2 of 2 entries succeeded" in stdout
     assert len(blocking.requests("duckduckgo")) == 2
-    times = sorted(request["time"] for request in slow.requests("duckduckgo"))
+    times = sorted(request["time"] for request in trial.requests("duckduckgo"))
     assert len(times) == 2
     assert times[0] >= reopens_at, "a request went out while the breaker was open"
-    assert times[1] - times[0] >= 1.5, "a second request went out during the half-open trial"
-    assert "wait for duckduckgo: its breaker is open until" in job_logs(nodes[1:])
+    assert times[1] >= released_at, "a second request went out during the half-open trial"
     assert_jobs_logged_no_error(nodes)
+
+
+async def breaker_open_until(backends: Backends) -> float:
+    health = await backends.coordinator.breaker_health("duckduckgo")
+    return health.open_until or 0.0
+
+
+async def end_cooldown(backends: Backends) -> float:
+    """DuckDuckGo's breaker cool-down ended now, through the coordinator every node shares (as
+    a failed trial with no cool-down would end it): when it ended."""
+    no_cooldown = BreakerPolicy(cooldown_s={"captcha": 0.0})
+    change = await backends.coordinator.breaker_failure(
+        "duckduckgo", no_cooldown, kind="captcha", trial=True, retry_after_s=None
+    )
+    assert change.after.open_until is not None
+    return change.after.open_until
+
+
+def wait_for_log(nodes: list[ScrapydServer], batch: subprocess.Popen[str], text: str) -> None:
+    """Until a job of `nodes` has logged `text`, the batch running all along."""
+    deadline = time.monotonic() + 120
+    while text not in job_logs(nodes):
+        assert batch.poll() is None, f"the batch ended: {batch.communicate()}"
+        assert time.monotonic() < deadline, f"no job logged {text!r}: {job_logs(nodes)}"
+        time.sleep(0.2)
 
 
 def test_a_node_killed_mid_batch_loses_nothing_and_stores_nothing_twice(

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -70,6 +71,7 @@ def cluster(
     redis_server: RedisServer,
     other_redis: RedisServer,
     database: str,
+    project_egg: Path,
 ) -> Iterator[Cluster]:
     """Four Scrapyd nodes, the project deployed on each; their environments as a systemd unit
     would give them."""
@@ -85,7 +87,7 @@ def cluster(
         nodes = {}
         for name, environment in environments.items():
             nodes[name] = stack.enter_context(running_scrapyd(folder / name, environment))
-            deploy(nodes[name], ROOT, folder / f"project-{name}")
+            deploy(nodes[name], ROOT, folder / f"project-{name}", project_egg)
         yield Cluster(
             ready=[nodes["ready0"], nodes["ready1"]],
             no_coordinator=nodes["no_coordinator"],

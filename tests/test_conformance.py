@@ -95,6 +95,8 @@ GOOGLE_MODULE_PAGES = {
     "codechallenge-google-local-pack-coffee-2023-07.html": 0,
     "codechallenge-google-sitelinks-ferrari-2022-02.html": 0,
     "codechallenge-google-video-results-calculator-2023-07.html": 0,
+    "wolfertamer-google-paa-answers-movies-spielberg-2025-11.html": 2,
+    "wolfertamer-google-things-to-know-dictionary-test-2025-11.html": 2,
 }
 
 

@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 import pytest
 import pytest_twisted
 
-from lyra_crawl.backends import Backends, sqlite_url, with_backends
+from lyra_crawl.backend_urls import sqlite_url
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.politeness.breaker import BreakerState
 from lyra_crawl.politeness.quota import utc_date
 from lyra_crawl.simulator.citations import PaperKey

@@ -3,13 +3,13 @@ SQLite, read back through the ResultStore protocol."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import psycopg
 import pytest_twisted
 
-from lyra_crawl.backends import Backends, redact_url
+from lyra_crawl.backends import Backends
+from lyra_crawl.quoting import redact_url
 from tests.backends.test_store import (
     StoreUnderTest,
     postgres_store,
@@ -75,7 +75,7 @@ async def test_a_crawl_on_postgresql_stores_what_the_same_crawl_stores_on_sqlite
 def test_postgresql_lost_mid_crawl_stops_it_with_exit_1_keeping_the_stored_pages(
     start_simulator, tmp_path, postgres_url
 ):
-    simulator = start_simulator("--latency-ms", "300")
+    simulator = start_simulator("--hold-at", "mojeek:3")
     store = postgres_store(postgres_url, tmp_path)
     store.run(lambda backends: backends.store.query_ids())  # the schema, before the crawl
     env = {
@@ -99,11 +99,9 @@ def test_postgresql_lost_mid_crawl_stops_it_with_exit_1_keeping_the_stored_pages
         env=env,
     )
     try:
+        # Mid-crawl: pages 1 and 2 answered, page 3 held until the connections are gone.
+        assert simulator.held("mojeek", 3, timeout_s=60), "the crawl never asked for page 3"
         with psycopg.connect(postgres_url, autocommit=True) as conn:
-            deadline = time.monotonic() + 60
-            while conn.execute("SELECT COUNT(*) FROM serp_pages").fetchone() == (0,):
-                assert time.monotonic() < deadline and crawl.poll() is None
-                time.sleep(0.05)
             # Every connection of the crawl ends, as when the server restarts. Only this
             # user's: an autovacuum worker on the database is the superuser's, not ours to end.
             conn.execute(
@@ -111,6 +109,7 @@ def test_postgresql_lost_mid_crawl_stops_it_with_exit_1_keeping_the_stored_pages
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
                 " AND usename = current_user"
             )
+        simulator.release("mojeek", 3)
         _, stderr = crawl.communicate(timeout=120)
     finally:
         if crawl.poll() is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import networkx as nx
 import pytest_twisted
 
-from lyra_crawl.backends.records import CitationEdge, CitationGraph, StoredPaper
+from lyra_crawl.records import CitationEdge, CitationGraph, StoredPaper
 from lyra_crawl.reports.graph_export import csv_tables, graphml
 from tests.conftest import query_db, run_scrapy, scrapy_env
 from tests.test_citations_e2e import SMALL, graph_crawl

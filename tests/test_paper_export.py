@@ -38,8 +38,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pylatexenc.latex2text import LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 
-from lyra_crawl.backends.records import FoundPaper, StoredPaper
 from lyra_crawl.papers.facets import chosen_facets, keeps, paper_facets
+from lyra_crawl.records import FoundPaper, StoredPaper
 from lyra_crawl.reports.paper_export import records
 from lyra_crawl.reports.paper_export.names import AuthorName, author_name
 from lyra_crawl.reports.paper_export.records import exported

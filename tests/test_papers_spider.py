@@ -14,9 +14,9 @@ from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.utils.defer import deferred_from_coro
 
 from lyra_crawl.backends import Backends
-from lyra_crawl.backends.records import PageRecord, QueryRecord
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
+from lyra_crawl.records import PageRecord, QueryRecord
 from lyra_crawl.simulator.citations import PaperKey
 from lyra_crawl.simulator.corpus import abstract_of, doi_of, make_result
 from lyra_crawl.simulator.engines.landing import landing_kind

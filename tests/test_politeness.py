@@ -22,8 +22,8 @@ from twisted.internet.defer import DeferredList, ensureDeferred, gatherResults
 from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 
-from lyra_crawl.backends.records import QueryRecord
 from lyra_crawl.config import load_config
+from lyra_crawl.records import QueryRecord
 from lyra_crawl.session.request_state import META_KEY, RequestState
 from tests.conftest import (
     Simulator,

@@ -5,12 +5,12 @@ from __future__ import annotations
 import gc
 import weakref
 
-from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.relevance import RelevanceConfig
 from lyra_crawl.paging.source_paging import SourcePaging
 from lyra_crawl.paging.stop_rules import PaginationConfig, PaginationStrategy
 from lyra_crawl.query.arguments import CrawlArguments
+from lyra_crawl.records import PageRecord
 from lyra_crawl.results import SerpResult
 from lyra_crawl.session.running_query import RunningQuery
 

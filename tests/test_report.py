@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 import pytest_twisted
 
-from lyra_crawl.backends.records import PageRecord, QueryRecord
 from lyra_crawl.config import load_config
 from lyra_crawl.items import ResultItem
+from lyra_crawl.records import PageRecord, QueryRecord
 from lyra_crawl.reports.text import query_report, quota_use
 from tests.conftest import run_crawl, run_scrapy, with_store
 

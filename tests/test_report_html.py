@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
-from lyra_crawl.backends.records import BatchEntry, BatchProgress, BatchRecord
+from lyra_crawl.records import BatchEntry, BatchProgress, BatchRecord
 from lyra_crawl.reports.batch import BatchReport
 from lyra_crawl.reports.batch_html import batch_report_html
 from lyra_crawl.reports.html import report_html

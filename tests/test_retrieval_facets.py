@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lyra_crawl.backends.records import StoredPaper
 from lyra_crawl.config import ConfigError, load_config, parse_config
 from lyra_crawl.papers.facets import chosen_facets, keeps, paper_facets
+from lyra_crawl.records import StoredPaper
 from lyra_crawl.retrieval import Document, FacetFilter
 from lyra_crawl.retrieval.collected import paper_document
 from lyra_crawl.retrieval.facets import (

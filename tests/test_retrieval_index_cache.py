@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.backends.records import SelectionCorpus
 from lyra_crawl.config import load_config
+from lyra_crawl.records import SelectionCorpus
 from lyra_crawl.retrieval import Document, DocumentIndex, DocumentSelector
 from lyra_crawl.retrieval.index_cache import KEPT_FILE, KeptIndex, corpus_key, file_stamp
 from tests.test_retrieval_selection import CORPUS

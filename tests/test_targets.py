@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lyra_crawl.backends import backend_target
+from lyra_crawl.backend_urls import backend_target
 from lyra_crawl.batch.scrapyd import job_settings
 from lyra_crawl.batch.targets import (
     NodeReport,

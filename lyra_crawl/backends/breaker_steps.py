@@ -11,9 +11,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TypeVar
 
-from lyra_crawl.backends.records import BreakerChange
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.breaker import Admission, Health, admit, record_failure, record_success
+from lyra_crawl.records import BreakerChange
 
 T = TypeVar("T")
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from lyra_crawl.backends.paper_saving import PaperWrite
-from lyra_crawl.backends.records import CitationFetch
 from lyra_crawl.backends.rows import Row
 from lyra_crawl.papers.canonical import CanonicalPaper
+from lyra_crawl.records import CitationFetch
 
 _POSITION = "citation:"
 

@@ -45,8 +45,8 @@ from lyra_crawl.backends.dialects import (
     tuples,
     value,
 )
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.rows import json_text
+from lyra_crawl.records import BackendError
 
 # The tables of a store, the columns of a table.
 TABLES = Statement.per_dialect(

@@ -8,7 +8,7 @@ batch, its figures aggregated by the store) and `SelectionStore` (`scrapy select
 One store object plays every role (`ResultStore`); a component depends on the roles it uses.
 `Coordinator` holds what must be exact across every process sharing it (daily quotas, each
 engine's send slot, circuit breakers). All return the typed records of
-lyra_crawl.backends.records, never a driver's row type. A backend is chosen by URL
+lyra_crawl.records, never a driver's row type. A backend is chosen by URL
 (LYRA_DB_URL, LYRA_COORDINATION_URL; see lyra_crawl.backends.open_backends): SQLite is the
 embedded default, PostgreSQL and Redis the way past one machine.
 
@@ -22,7 +22,11 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from lyra_crawl.backends.records import (
+from lyra_crawl.config import BreakerPolicy
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper
+from lyra_crawl.politeness.breaker import Admission, Health
+from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -49,10 +53,6 @@ from lyra_crawl.backends.records import (
     StoredPaper,
     StoredQuery,
 )
-from lyra_crawl.config import BreakerPolicy
-from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper
-from lyra_crawl.politeness.breaker import Admission, Health
 
 
 class Backend(Protocol):
@@ -99,7 +99,8 @@ class QueryStore(Protocol):
         entry_detail: str = "",
         entry_detached: bool = False,
     ) -> StoredQuery:
-        """Close the row; pages, items and harvest rate are counted from what was stored.
+        """Close the row; pages, items and the harvest rate (the share of items whose relevance
+        reaches `relevance_threshold`) are counted from what was stored.
 
         `entry_state`: the state the query's batch entry takes, in the same transaction, with
         `entry_detail` saying why. `entry_detached`: the entry also lets go of the query and of
@@ -117,7 +118,9 @@ class QueryStore(Protocol):
         """The latest query row a Scrapyd job wrote (its `_job` argument)."""
         ...
 
-    async def task_harvest_rate(self, task_id: str) -> float | None: ...
+    async def task_harvest_rate(self, task_id: str) -> float | None:
+        """Mean harvest rate of the task's earlier queries that recorded one, or None."""
+        ...
 
     async def task_engines(self, task_id: str) -> dict[str, int]:
         """How many of the task's queries went to each SERP engine."""
@@ -139,7 +142,9 @@ class QueryStore(Protocol):
         """Normalized URLs stored by earlier crawls of the same normalized query."""
         ...
 
-    async def repeated_url_count(self, query_id: int) -> int: ...
+    async def repeated_url_count(self, query_id: int) -> int:
+        """Items of this query whose normalized URL an earlier crawl of the same query stored."""
+        ...
 
     async def stale_parsers(self) -> list[StaleParser]:
         """Engines whose latest page read was layout_changed, by engine name."""
@@ -358,7 +363,9 @@ class BatchReports(Protocol):
         """Novelty and harvest moments per source and page number (cache replays left out)."""
         ...
 
-    async def batch_query_ids(self, batch_id: int) -> list[int]: ...
+    async def batch_query_ids(self, batch_id: int) -> list[int]:
+        """The batch's queries, in entry order."""
+        ...
 
 
 @runtime_checkable

@@ -1,5 +1,5 @@
-"""Rows to the typed records, the item columns, instants as text, dead crawls on this host, a
-batch's figures from grouped rows: what the SQL store reads back (backends.store). No SQL.
+"""Rows to the typed records, the item columns, instants as text, a batch's figures from grouped
+rows: what the SQL store reads back (backends.store). No SQL.
 
 A row is anything indexable by column name (sqlite3.Row, a psycopg dict row). JSON columns come
 as text (SQLite) or already decoded (PostgreSQL jsonb); both are read here. The item columns
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import functools
 import json
-import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, fields
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from lyra_crawl.backends.records import (
+from lyra_crawl.items import ResultItem
+from lyra_crawl.politeness.breaker import BreakerState, Health
+from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,
     BlockCount,
@@ -41,16 +42,36 @@ from lyra_crawl.backends.records import (
     StoredPaper,
     StoredQuery,
 )
-from lyra_crawl.items import ResultItem
-from lyra_crawl.politeness.breaker import BreakerState, Health
-from lyra_crawl.processes import process_running
+
+R = TypeVar("R")
 
 
 class Row(Protocol):
     def __getitem__(self, column: str, /) -> Any: ...
 
 
-ITEM_COLUMNS = tuple(field.name for field in fields(StoredItem))
+@functools.cache
+def field_names(record: type) -> tuple[str, ...]:
+    return tuple(field.name for field in fields(record))
+
+
+def values_of(record: type, row: Row) -> dict[str, Any]:
+    """The row's columns named as `record`'s fields."""
+    return {name: row[name] for name in field_names(record)}
+
+
+def record_of(record: type[R], row: Row) -> R:
+    """A record whose fields are the row's columns of their names, as they are."""
+    return record(**values_of(record, row))
+
+
+# Records read as their rows are, column for field.
+stored_page = functools.partial(record_of, StoredPage)
+stale_parser = functools.partial(record_of, StaleParser)
+citation_fetch = functools.partial(record_of, CitationFetch)
+landing_page = functools.partial(record_of, LandingPage)
+
+ITEM_COLUMNS = field_names(StoredItem)
 # Written by the store (fetched_at) or by the query's close (paper_id, fused_rank).
 ITEM_WRITTEN_BY_STORE = frozenset({"fetched_at", "paper_id", "fused_rank"})
 # What an item's insert names; `engine` is always the item's source. The store adds fetched_at.
@@ -122,23 +143,15 @@ QUERY_JSON_COLUMNS: Mapping[str, Any] = {
 def stored_query(row: Row | None) -> StoredQuery | None:
     if row is None:
         return None
-    values = {name: row[name] for name in _field_names(StoredQuery)}
+    values = values_of(StoredQuery, row)
     for column, default in QUERY_JSON_COLUMNS.items():
         values[column] = decode_json(row[column], default)
     values["cache_hit"] = bool(row["cache_hit"])
     return StoredQuery(**values)
 
 
-def stored_page(row: Row) -> StoredPage:
-    return StoredPage(**{name: row[name] for name in _field_names(StoredPage)})
-
-
-def stale_parser(row: Row) -> StaleParser:
-    return StaleParser(**{name: row[name] for name in _field_names(StaleParser)})
-
-
 def stored_paper(row: Row) -> StoredPaper:
-    values = {name: row[name] for name in _field_names(StoredPaper)}
+    values = values_of(StoredPaper, row)
     values["authors"] = tuple(decode_json(values["authors"], []))
     values["external_ids"] = decode_json(values["external_ids"], {})
     values["sources"] = tuple(decode_json(values["sources"], []))
@@ -162,25 +175,12 @@ def found_papers(papers: Iterable[Row], found_by: Iterable[Row]) -> list[FoundPa
     ]
 
 
-def citation_fetch(row: Row) -> CitationFetch:
-    return CitationFetch(**{name: row[name] for name in _field_names(CitationFetch)})
-
-
 def citation_graph(papers: Iterable[Row], edges: Iterable[Row]) -> CitationGraph:
     return CitationGraph([stored_paper(row) for row in papers], [citation_edge(r) for r in edges])
 
 
 # The columns of a `citation_fetches` row a store writes (fetched_at is the store's).
-CITATION_FETCH_COLUMNS = (
-    "query_id",
-    "paper_id",
-    "source",
-    "relation",
-    "level",
-    "status",
-    "links",
-    "detail",
-)
+CITATION_FETCH_COLUMNS = tuple(c for c in field_names(CitationFetch) if c != "fetched_at")
 
 
 def citation_edge(row: Row) -> CitationEdge:
@@ -190,23 +190,19 @@ def citation_edge(row: Row) -> CitationEdge:
 
 
 def paper_to_read(row: Row) -> PaperToRead:
-    values = {name: row[name] for name in _field_names(PaperToRead)}
+    values = values_of(PaperToRead, row)
     values["fetch_urls"] = decode_json(row["fetch_urls"], {})
     return PaperToRead(**values)
 
 
-def landing_page(row: Row) -> LandingPage:
-    return LandingPage(**{name: row[name] for name in _field_names(LandingPage)})
-
-
 def intervention(row: Row) -> Intervention:
-    values = {name: row[name] for name in _field_names(Intervention)}
+    values = values_of(Intervention, row)
     values["detail"] = values["detail"] or ""
     return Intervention(**values)
 
 
 def batch_entry(row: Row) -> BatchEntry:
-    values = {name: row[name] for name in _field_names(BatchEntry)}
+    values = values_of(BatchEntry, row)
     values["arguments"] = decode_json(row["arguments"], {})
     return BatchEntry(**values)
 
@@ -214,29 +210,16 @@ def batch_entry(row: Row) -> BatchEntry:
 def health(engine: str, row: Row | None) -> Health:
     if row is None:
         return Health(engine=engine)
-    values = {name: row[name] for name in _field_names(Health)}
+    values = values_of(Health, row)
     values["state"] = BreakerState(values["state"])
     return Health(**values)
 
 
 # -- selections --------------------------------------------------------------------------------
 
-SELECTION_COLUMNS = (
-    "question",
-    "conversation",
-    "search_text",
-    "facets_named",
-    "facets_carried",
-    "facet_note",
-    "documents_kept",
-    "documents_total",
-    "stages",
-    "reason",
-    "corpus",
-    "corpus_version",
-    "selected_at",
-)
-SCORE_COLUMNS = tuple(field.name for field in fields(StageScores))
+# A `selections` row's columns: the record's but its candidates (rows of their own) and id.
+SELECTION_COLUMNS = tuple(c for c in field_names(SelectionRecord) if c not in ("candidates", "id"))
+SCORE_COLUMNS = field_names(StageScores)
 CANDIDATE_COLUMNS = (
     "selection_id",
     "position",
@@ -300,36 +283,6 @@ def selection_record(row: Row, candidates: Iterable[Row]) -> SelectionRecord:
         corpus_version=row["corpus_version"],
         selected_at=row["selected_at"],
     )
-
-
-@functools.cache
-def _field_names(record: type) -> tuple[str, ...]:
-    return tuple(field.name for field in fields(record))
-
-
-# -- crawls on this host ---------------------------------------------------------------------
-
-
-def process_alive(pid: int, *, known_at: float | None = None) -> bool:
-    """Whether `pid` runs on this host (lyra_crawl.processes: a zombie does not; with
-    `known_at`, a Unix time it ran, nor does a process that took the pid after)."""
-    return process_running(pid, known_at=known_at)
-
-
-def dead_lease_owners(owners: Iterable[str]) -> list[str]:
-    """The lease owners (host:pid) that are processes of this host no longer running.
-
-    An owner of another host, or that is not host:pid (another client of the store), is left to
-    its lease.
-    """
-    host = f"{socket.gethostname()}:"
-    return [
-        owner
-        for owner in owners
-        if owner.startswith(host)
-        and owner[len(host) :].isdigit()
-        and not process_alive(int(owner[len(host) :]))
-    ]
 
 
 # -- batch figures ---------------------------------------------------------------------------

@@ -36,7 +36,6 @@ from lyra_crawl.backends.dialects import (
     NoneOf,
     Statement,
 )
-from lyra_crawl.backends.records import RESUMABLE_STATUSES, StoredPaper
 from lyra_crawl.backends.tables import (
     batch_entries,
     batch_rate_waits,
@@ -56,26 +55,12 @@ from lyra_crawl.backends.tables import (
     serp_items,
     serp_pages,
 )
+from lyra_crawl.records import RESUMABLE_STATUSES, PageRecord, QueryRecord, StoredPaper
 
 # -- queries ---------------------------------------------------------------------------------
 
-QUERY_COLUMNS = (
-    "query_text",
-    "normalized_query",
-    "task_id",
-    "engine",
-    "sources",
-    "time_range",
-    "region",
-    "serp_page",
-    "serp_max_pages",
-    "strategy",
-    "selection",
-    "job_id",
-    "batch_entry_id",
-    "host",
-    "pid",
-)
+# What a query's insert names: the record's fields, and the crawl's process.
+QUERY_COLUMNS = (*rows.field_names(QueryRecord), "host", "pid")
 START_QUERY = Statement(
     insert_into(queries).values(status=text("'running'"), started_at=NOW).returning(queries.c.id),
     keys=QUERY_COLUMNS,
@@ -156,27 +141,18 @@ INSERT_ITEM = Statement(
     .on_conflict_do_nothing(index_elements=["query_id", "normalized_url"]),
     keys=rows.ITEM_INSERT_COLUMNS,
 )
-PAGE_COLUMNS = (
-    "query_id",
-    "source",
-    "page_number",
-    "outcome",
-    "results",
-    "items_stored",
-    "novelty_rate",
-    "harvest_rate",
-    "url",
-)
+PAGE_COLUMNS = (*rows.field_names(PageRecord), "items_stored")
+_PAGE_KEY = ("query_id", "source", "page_number")
 _page = insert_into(serp_pages).values(fetched_at=NOW)
 STORE_PAGE = Statement(
     _page.on_conflict_do_update(
-        index_elements=["query_id", "source", "page_number"],
-        set_={c: _page.excluded[c] for c in (*PAGE_COLUMNS[3:], "fetched_at")},
+        index_elements=_PAGE_KEY,
+        set_={c: _page.excluded[c] for c in (*PAGE_COLUMNS, "fetched_at") if c not in _PAGE_KEY},
     ),
     keys=PAGE_COLUMNS,
 )
 PAGES = Statement("SELECT * FROM serp_pages WHERE query_id = :id ORDER BY source, page_number")
-# The pages stored for each source of a query, for invariants.check_query_end.
+# The pages stored for each source of a query, for query.invariants.check_query_end.
 PAGES_BY_SOURCE = Statement(
     "SELECT source, COUNT(*) FROM serp_pages WHERE query_id = :id GROUP BY source"
 )

@@ -19,8 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from lyra_crawl.backends import citation_saving, migrations, rows
 from lyra_crawl.backends import statements as sql
-from lyra_crawl.backends.dialects import Plan, first, named, run, run_many, tuples, value
-from lyra_crawl.backends.invariants import check_entry_state, check_query_end
+from lyra_crawl.backends.dialects import Plan, Step, first, named, run, run_many, tuples, value
 from lyra_crawl.backends.paper_saving import (
     PAPER_COLUMNS,
     PAPER_JSON_COLUMNS,
@@ -29,7 +28,12 @@ from lyra_crawl.backends.paper_saving import (
     StoredTitles,
     UrlLinks,
 )
-from lyra_crawl.backends.records import (
+from lyra_crawl.backends.rows import instant
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
+from lyra_crawl.processes import dead_lease_owners, process_running
+from lyra_crawl.query.invariants import check_entry_state, check_query_end
+from lyra_crawl.records import (
     BatchEntry,
     BatchProgress,
     BatchRecord,
@@ -53,9 +57,6 @@ from lyra_crawl.backends.records import (
     StoredPaper,
     StoredQuery,
 )
-from lyra_crawl.backends.rows import instant
-from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import BLOCK_LIMIT, CanonicalPaper, no_cyclic_gc
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -122,8 +123,8 @@ class SqlStore:
         )
 
     async def reopen_query(self, query_id: int) -> None:
-        await self._db.run_write(
-            _one(run(sql.REOPEN_QUERY, host=socket.gethostname(), pid=os.getpid(), id=query_id))
+        await self._write_step(
+            run(sql.REOPEN_QUERY, host=socket.gethostname(), pid=os.getpid(), id=query_id)
         )
 
     async def finish_query(
@@ -138,9 +139,6 @@ class SqlStore:
         entry_detail: str = "",
         entry_detached: bool = False,
     ) -> StoredQuery:
-        """Close the row; pages, items and the harvest rate (share of items whose relevance
-        reaches the threshold) are counted from what was really stored."""
-
         def finish() -> Plan[StoredQuery]:
             row = yield first(
                 sql.FINISH_QUERY,
@@ -181,28 +179,33 @@ class SqlStore:
         return await self._query(sql.QUERY_FOR_JOB, job_id=job_id)
 
     async def task_harvest_rate(self, task_id: str) -> float | None:
-        """Mean harvest rate of the task's earlier queries that recorded one, or None."""
-        found = await self._db.run_read(_one(value(sql.TASK_HARVEST_RATE, task_id=task_id)))
+        found = await self._read_step(value(sql.TASK_HARVEST_RATE, task_id=task_id))
         return None if found is None else float(found)
 
     async def task_engines(self, task_id: str) -> dict[str, int]:
         return dict(await self._tuples(sql.TASK_ENGINES, task_id=task_id))
 
     async def mark_cache_hit(self, query_id: int, answered_by: int) -> None:
-        await self._db.run_write(
-            _one(run(sql.MARK_CACHE_HIT, answered_by=answered_by, id=query_id))
-        )
+        await self._write_step(run(sql.MARK_CACHE_HIT, answered_by=answered_by, id=query_id))
+
+    async def _read_step(self, step: Step) -> Any:
+        """One statement's answer, read outside any write."""
+        return await self._db.run_read(_one(step))
+
+    async def _write_step(self, step: Step) -> Any:
+        """One statement's answer, written in a transaction of its own."""
+        return await self._db.run_write(_one(step))
 
     async def _query(self, statement: sql.Statement, **params: Any) -> StoredQuery | None:
-        return rows.stored_query(await self._db.run_read(_one(first(statement, **params))))
+        return rows.stored_query(await self._read_step(first(statement, **params)))
 
     async def _tuples(self, statement: sql.Statement, **params: Any) -> list[Any]:
-        return await self._db.run_read(_one(tuples(statement, **params)))
+        return await self._read_step(tuples(statement, **params))
 
     async def _records(
         self, convert: Callable[[Any], T], statement: sql.Statement, **params: Any
     ) -> list[T]:
-        return [convert(row) for row in await self._db.run_read(_one(named(statement, **params)))]
+        return [convert(row) for row in await self._read_step(named(statement, **params))]
 
     # -- pages and items -------------------------------------------------------------------
 
@@ -219,8 +222,7 @@ class SqlStore:
         return {row[0] for row in await self._tuples(sql.EARLIER_URLS, id=query_id)}
 
     async def repeated_url_count(self, query_id: int) -> int:
-        """Items of this query whose normalized URL an earlier crawl of the same query stored."""
-        return int(await self._db.run_read(_one(value(sql.REPEATED_URL_COUNT, id=query_id))))
+        return int(await self._read_step(value(sql.REPEATED_URL_COUNT, id=query_id)))
 
     async def stale_parsers(self) -> list[StaleParser]:
         return await self._records(rows.stale_parser, sql.STALE_PARSERS)
@@ -346,9 +348,7 @@ class SqlStore:
             return await self._db.run_write(store())
 
     async def end_citation_fetches(self, fetches: Sequence[CitationFetch]) -> None:
-        await self._db.run_write(
-            _one(run_many(sql.UPSERT_FETCH, [_fetch_values(f) for f in fetches]))
-        )
+        await self._write_step(run_many(sql.UPSERT_FETCH, [_fetch_values(f) for f in fetches]))
 
     async def citation_fetches(self, query_id: int) -> list[CitationFetch]:
         return await self._records(rows.citation_fetch, sql.CITATION_FETCHES, id=query_id)
@@ -404,23 +404,19 @@ class SqlStore:
     # -- search-level cache ----------------------------------------------------------------
 
     async def fresh_cache_entry(self, key: str, now: datetime) -> int | None:
-        found = await self._db.run_read(
-            _one(value(sql.FRESH_CACHE_ENTRY, key=key, now=instant(now)))
-        )
+        found = await self._read_step(value(sql.FRESH_CACHE_ENTRY, key=key, now=instant(now)))
         return None if found is None else int(found)
 
     async def store_cache_entry(
         self, key: str, query_id: int, *, created_at: datetime, expires_at: datetime
     ) -> None:
-        await self._db.run_write(
-            _one(
-                run(
-                    sql.STORE_CACHE_ENTRY,
-                    cache_key=key,
-                    query_id=query_id,
-                    created_at=instant(created_at),
-                    expires_at=instant(expires_at),
-                )
+        await self._write_step(
+            run(
+                sql.STORE_CACHE_ENTRY,
+                cache_key=key,
+                query_id=query_id,
+                created_at=instant(created_at),
+                expires_at=instant(expires_at),
             )
         )
 
@@ -437,14 +433,13 @@ class SqlStore:
             kind=kind,
             detail=detail,
         )
-        return int(await self._db.run_write(_one(added)))
+        return int(await self._write_step(added))
 
     async def open_interventions(self) -> list[Intervention]:
         return await self._records(rows.intervention, sql.OPEN_INTERVENTIONS)
 
     async def resolve_intervention(self, intervention_id: int) -> bool:
-        resolved = run(sql.RESOLVE_INTERVENTION, id=intervention_id)
-        return await self._db.run_write(_one(resolved)) == 1
+        return await self._write_step(run(sql.RESOLVE_INTERVENTION, id=intervention_id)) == 1
 
     # -- batches ---------------------------------------------------------------------------
 
@@ -521,13 +516,13 @@ class SqlStore:
     async def finish_entry(
         self, entry_id: int, *, state: str, query_id: int | None, detail: str = ""
     ) -> None:
-        await self._db.run_write(_one(_entry_state(entry_id, state, query_id, detail)))
+        await self._write_step(_entry_state(entry_id, state, query_id, detail))
 
     async def renew_entry_leases(
         self, entry_ids: Sequence[int], *, owner: str, lease_s: float
     ) -> None:
         renew = run(sql.RENEW_LEASES, lease_s=lease_s, ids=list(entry_ids), owner=owner)
-        await self._db.run_write(_one(renew))
+        await self._write_step(renew)
 
     async def batch_entries(self, batch_id: int) -> list[BatchEntry]:
         return await self._records(rows.batch_entry, sql.BATCH_ENTRIES, batch_id=batch_id)
@@ -557,7 +552,7 @@ class SqlStore:
                 for e, n in waits.items()
             ],
         )
-        await self._db.run_write(_one(recorded))
+        await self._write_step(recorded)
 
     async def batch_stop_reasons(self, batch_id: int) -> list[StopReasonCount]:
         return [
@@ -575,14 +570,11 @@ class SqlStore:
         return rows.depth_rates(await self._tuples(sql.DEPTH_RATES, batch_id=batch_id))
 
     async def batch_query_ids(self, batch_id: int) -> list[int]:
-        """The batch's queries, in entry order."""
         return [int(row[0]) for row in await self._tuples(sql.BATCH_QUERY_IDS, batch_id=batch_id)]
 
     async def batch_entries_in(
         self, batch_id: int, states: Sequence[str], *, limit: int
     ) -> tuple[list[BatchEntry], int]:
-        """The first `limit` entries in one of `states`, by position, and how many there are."""
-
         def read() -> Plan[tuple[list[BatchEntry], int]]:
             where = {"batch_id": batch_id, "states": list(states)}
             found = yield named(sql.ENTRIES_IN, limit=limit, **where)
@@ -679,7 +671,7 @@ def _end_dead_leases(batch_id: int) -> Plan[None]:
     owners = yield tuples(
         sql.LEASE_OWNERS, batch_id=batch_id, host_owners=f"{socket.gethostname()}:%"
     )
-    if dead := rows.dead_lease_owners(owner for (owner,) in owners):
+    if dead := dead_lease_owners(owner for (owner,) in owners):
         yield run(sql.END_LEASES, batch_id=batch_id, owners=dead)
 
 
@@ -805,8 +797,6 @@ def opening(dialect: str, where: str) -> Plan[None]:
     yield from migrations.upgrade(dialect, where)
     running = yield tuples(sql.RUNNING_HERE, host=socket.gethostname())
     if dead := [
-        query_id
-        for query_id, pid, started in running
-        if not rows.process_alive(pid, known_at=started)
+        query_id for query_id, pid, started in running if not process_running(pid, known_at=started)
     ]:
         yield run(sql.INTERRUPT_QUERIES, ids=dead)

@@ -153,7 +153,7 @@ papers = Table(
 Index("papers_arxiv", papers.c.arxiv_id)
 Index("papers_pmid", papers.c.pmid)
 
-# One row per result kept: the fields of backends.records.StoredItem (the insert derives its
+# One row per result kept: the fields of records.StoredItem (the insert derives its
 # column list from it), plus `engine`, always equal to `source`.
 serp_items = Table(
     "serp_items",
@@ -335,7 +335,7 @@ batch_rate_waits = Table(
     PrimaryKeyConstraint("batch_id", "owner", "engine"),
 )
 
-# Each selection `scrapy select` made (its audit, backends.records.SelectionRecord): the question,
+# Each selection `scrapy select` made (its audit, records.SelectionRecord): the question,
 # the facets named and carried, what they kept, each stage's run (model and version, or why it
 # was skipped), the corpus it ran on and that corpus's version, when.
 selections = Table(

@@ -23,8 +23,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from lyra_crawl.backends.records import ENTRY_STATES
 from lyra_crawl.batch.progress import ProgressFigures, duration, eta_text, progress_line
+from lyra_crawl.records import ENTRY_STATES
 
 # Seconds between two redraws of the live table (one aggregate read of the store each).
 LIVE_REFRESH_S = 1.0

@@ -34,11 +34,11 @@ from twisted.internet.task import LoopingCall
 
 from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.backends.protocols import BatchStore
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.progress import BatchMonitor, ProgressFigures
 from lyra_crawl.config import load_config
 from lyra_crawl.query.arguments import StoredBatch
+from lyra_crawl.records import BackendError
 from lyra_crawl.session.crawl import CrawlSession
 
 logger = logging.getLogger(__name__)

@@ -30,8 +30,6 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainValidator, SkipValidation, TypeAdapter, ValidationError
 
-from lyra_crawl.backends.records import BatchEntry as StoredEntry
-from lyra_crawl.backends.records import BatchProgress, EntrySpec
 from lyra_crawl.config import LyraConfig
 from lyra_crawl.config.bounded_yaml import YamlLimits, YamlRefused, load_yaml, read_text
 from lyra_crawl.config.errors import problem, said
@@ -46,6 +44,8 @@ from lyra_crawl.query.arguments import (
 from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
 from lyra_crawl.quoting import show
+from lyra_crawl.records import BatchEntry as StoredEntry
+from lyra_crawl.records import BatchProgress, EntrySpec
 
 # Outcomes that count as success; every other one makes the batch fail.
 SUCCEEDED = frozenset({"finished", "cached"})

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lyra_crawl.backends.protocols import BatchReports
-from lyra_crawl.backends.records import ENTRY_STATES, BatchProgress
 from lyra_crawl.config import LyraConfig
+from lyra_crawl.records import ENTRY_STATES, BatchProgress
 
 # Where the ETA's pace comes from.
 QPS_PACE = "qps"

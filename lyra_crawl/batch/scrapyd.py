@@ -19,8 +19,9 @@ from requests import RequestException
 from scrapyd_client.exceptions import ErrorResponse, MalformedResponse
 from scrapyd_client.pyclient import ScrapydClient
 
-from lyra_crawl.backends import absolute_url, redact_url, sqlite_path, urls_from_settings
+from lyra_crawl.backend_urls import absolute_url, sqlite_path, urls_from_settings
 from lyra_crawl.batch.targets import REFUSED, NodeReport, expected_targets
+from lyra_crawl.quoting import redact_url
 
 SPIDER = "serp"
 # What `scrapy nodes` schedules (lyra_crawl.spiders.node_check).

@@ -4,7 +4,7 @@ node resolves them to.
 A URL with a password never travels with a job (Scrapyd logs job arguments): each node takes it
 from its own environment. So that a node without it, or with another one, cannot quietly store
 in a file of its own or keep quotas of its own, every job lyra schedules also gets the targets
-of the run's store and coordinator (`backends.backend_target`: scheme, host, port, database) as
+of the run's store and coordinator (`backend_urls.backend_target`: scheme, host, port, database) as
 LYRA_EXPECT_DB and LYRA_EXPECT_COORDINATION (`batch.scrapyd.job_settings`). The crawl command
 compares them with what the node's own settings and environment resolve to, and refuses to
 start on any difference, a missing URL included (`check_expected`): fail closed, never fall back.
@@ -23,15 +23,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from lyra_crawl.backends import (
-    BackendUrls,
-    absolute_url,
-    backend_target,
-    redact_url,
-    try_backend,
-    urls_from_settings,
-)
-from lyra_crawl.backends.records import BackendError
+from lyra_crawl.backend_urls import BackendUrls, absolute_url, backend_target, urls_from_settings
+from lyra_crawl.backends import try_backend
+from lyra_crawl.quoting import redact_url
+from lyra_crawl.records import BackendError
 
 STORE = "LYRA_DB_URL"
 COORDINATION = "LYRA_COORDINATION_URL"

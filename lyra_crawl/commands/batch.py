@@ -40,9 +40,9 @@ from scrapy.exceptions import UsageError
 from scrapy.settings import SETTINGS_PRIORITIES, Settings
 from scrapy.utils.conf import get_config
 
-from lyra_crawl.backends import Backends, open_backends, run_sync, urls_from_settings
+from lyra_crawl.backend_urls import urls_from_settings
+from lyra_crawl.backends import Backends, open_backends, run_sync
 from lyra_crawl.backends.protocols import BatchReports, ResultStore
-from lyra_crawl.backends.records import BackendError, BatchRecord
 from lyra_crawl.batch.display import ProgressDisplay
 from lyra_crawl.batch.files import (
     CACHED,
@@ -59,6 +59,7 @@ from lyra_crawl.batch.progress import BatchMonitor
 from lyra_crawl.batch.targets import EXPECTED
 from lyra_crawl.batch.workers import crawl_command, run_crawls
 from lyra_crawl.config import ConfigError, load_config
+from lyra_crawl.records import BackendError, BatchRecord
 from lyra_crawl.spiders.serp import SerpSpider
 
 EXIT_FAILED = 1

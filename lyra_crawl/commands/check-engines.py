@@ -26,13 +26,13 @@ from scrapy.commands import ScrapyCommand
 from scrapy.http import Response
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
-from lyra_crawl.backends.records import BackendError, StoredQuery
 from lyra_crawl.commands.crawl import check_backends
 from lyra_crawl.commands.page_outcome import outcome_text
 from lyra_crawl.config import ConfigError, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.paging.stop_rules import StopReason
 from lyra_crawl.query.arguments import ArgumentError, check_engine, parse_launch, usable_engines
+from lyra_crawl.records import BackendError, StoredQuery
 from lyra_crawl.session.page_outcome import PageOutcome, page_judged
 from lyra_crawl.session.request_state import RequestKind
 from lyra_crawl.session.saved_pages import check_page_path, data_dir, page_suffix, save_page, stamp

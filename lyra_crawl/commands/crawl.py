@@ -28,15 +28,16 @@ from scrapy.crawler import Crawler
 from scrapy.settings import BaseSettings
 from scrapy.spiders import Spider
 
-from lyra_crawl.backends import open_backends, run_sync, urls_from_settings
+from lyra_crawl.backend_urls import urls_from_settings
+from lyra_crawl.backends import open_backends, run_sync
 from lyra_crawl.backends.protocols import QueryStore
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.batch.targets import REFUSED, check_expected, node_report
 from lyra_crawl.batch.workers import stop_with_batch_command
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.query.arguments import ArgumentError, parse_launch
 from lyra_crawl.query.papers_target import PapersTarget, parse_papers_budget, parse_papers_target
 from lyra_crawl.quoting import show
+from lyra_crawl.records import BackendError
 from lyra_crawl.session.closing import FAILED_QUERIES
 from lyra_crawl.session.crawl import STORAGE_ERROR
 from lyra_crawl.spiders.node_check import NodeCheckSpider

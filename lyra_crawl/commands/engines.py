@@ -17,10 +17,10 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
-from lyra_crawl.backends.records import StaleParser
 from lyra_crawl.config import LyraConfig, load_config
 from lyra_crawl.politeness.breaker import BreakerState, refuses_now
 from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.records import StaleParser
 from lyra_crawl.session.saved_pages import data_dir, find_stale_page
 
 

@@ -18,8 +18,8 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
-from lyra_crawl.backends.records import BackendError, CitationGraph
 from lyra_crawl.quoting import show
+from lyra_crawl.records import BackendError, CitationGraph
 from lyra_crawl.reports.graph_export import csv_tables, graphml
 
 FORMATS = ("graphml", "csv")

@@ -28,10 +28,10 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.papers.collector import ATTRIBUTIONS
 from lyra_crawl.papers.facets import EVIDENCE_KINDS, FacetFilter, chosen_facets
+from lyra_crawl.records import BackendError
 from lyra_crawl.reports.paper_export.streaming import WRITERS, PaperScope, export_papers
 
 SUFFIXES = {".ris": "ris", ".bib": "bibtex", ".json": "csljson", ".csv": "csv"}

@@ -19,9 +19,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.conf import get_config
 
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.batch.targets import NodeReport
 from lyra_crawl.commands.batch import scrapyd_nodes
+from lyra_crawl.records import BackendError
 
 EXIT_NOT_READY = 1
 EXIT_BAD_INPUT = 2

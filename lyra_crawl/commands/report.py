@@ -21,9 +21,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import ConfigError, LyraConfig, load_config
 from lyra_crawl.quoting import show
+from lyra_crawl.records import BackendError
 from lyra_crawl.reports.batch import BatchReport, batch_report, batch_report_text
 from lyra_crawl.reports.text import QueryReport, QuotaUse, query_report, quota_use, report_text
 

@@ -33,21 +33,16 @@ from typing import TYPE_CHECKING, Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from lyra_crawl.backends import (
-    Backends,
-    backend_target,
-    run_sync,
-    urls_from_settings,
-    with_backends,
-)
+from lyra_crawl.backend_urls import backend_target, urls_from_settings
+from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.backends.protocols import ResultStore
-from lyra_crawl.backends.records import (
+from lyra_crawl.config import ConfigError, RetrievalPolicy, load_config
+from lyra_crawl.records import (
     BackendError,
     SelectionCorpus,
     SelectionRecord,
     StageScores,
 )
-from lyra_crawl.config import ConfigError, RetrievalPolicy, load_config
 from lyra_crawl.session.saved_pages import data_dir
 
 if TYPE_CHECKING:

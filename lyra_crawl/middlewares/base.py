@@ -15,7 +15,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from lyra_crawl.backends.records import BackendError
+from lyra_crawl.records import BackendError
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.request_state import RequestRefused, RequestState, request_state
 

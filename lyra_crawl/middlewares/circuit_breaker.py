@@ -22,10 +22,10 @@ from scrapy import Request
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.middlewares.base import EngineMiddleware
 from lyra_crawl.politeness.breaker import NETWORK
 from lyra_crawl.politeness.retry_after import retry_after_s
+from lyra_crawl.records import BackendError
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.request_state import RequestState
 

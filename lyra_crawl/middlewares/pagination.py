@@ -31,11 +31,11 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from lyra_crawl.backends.records import BackendError, PageRecord
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.engines.urls import normalize_url
 from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.stop_rules import StopReason
+from lyra_crawl.records import BackendError, PageRecord
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.page_outcome import PageOutcome, page_judged
 from lyra_crawl.session.request_state import (

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lyra_crawl.backends.records import PageRecord
+from lyra_crawl.records import PageRecord
 
 PageKey = tuple[str, int]
 Flush = Callable[[PageRecord, list[Any]], None]

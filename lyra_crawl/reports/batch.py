@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from lyra_crawl.backends.protocols import BatchReports, Coordinator
-from lyra_crawl.backends.records import (
+from lyra_crawl.batch.progress import duration
+from lyra_crawl.config import LyraConfig
+from lyra_crawl.quoting import show
+from lyra_crawl.records import (
     ENTRY_STATES,
     BatchEntry,
     BatchProgress,
@@ -30,9 +33,6 @@ from lyra_crawl.backends.records import (
     RequestBucket,
     StopReasonCount,
 )
-from lyra_crawl.batch.progress import duration
-from lyra_crawl.config import LyraConfig
-from lyra_crawl.quoting import show
 
 # Time buckets of the requests-over-time figure: the smallest of these giving at most
 # MAX_BUCKETS buckets over the batch's span.

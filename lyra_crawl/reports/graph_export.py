@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from xml.etree import ElementTree
 
-from lyra_crawl.backends.records import CitationGraph, StoredPaper
+from lyra_crawl.records import CitationGraph, StoredPaper
 
 GRAPHML_NS = "http://graphml.graphdrawing.org/xmlns"
 # (name, GraphML type) of each node attribute, in column order.

@@ -15,9 +15,9 @@ from datetime import UTC, date, datetime
 
 from lyra_crawl.backends import Backends
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
-from lyra_crawl.backends.records import StoredPage, StoredQuery
 from lyra_crawl.config import LyraConfig, load_config
 from lyra_crawl.quoting import show
+from lyra_crawl.records import StoredPage, StoredQuery
 
 ATTRIBUTIONS = ("both", "api_only", "serp_only")
 EVIDENCE_KINDS = ("abstract", "fetch")

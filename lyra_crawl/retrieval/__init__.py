@@ -21,7 +21,7 @@ index with new or changed documents; `Selection.record()` is the audit record, w
 keeps (`scrapy select` records every selection over the store).
 """
 
-from lyra_crawl.backends.records import (
+from lyra_crawl.records import (
     CandidateRecord,
     SelectionCorpus,
     SelectionRecord,

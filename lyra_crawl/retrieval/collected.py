@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from lyra_crawl.backends.records import StoredItem, StoredPaper
 from lyra_crawl.papers.facets import FacetValue, paper_facets
+from lyra_crawl.records import StoredItem, StoredPaper
 from lyra_crawl.retrieval.documents import Document
 
 PAPER_PREFIX = "paper:"

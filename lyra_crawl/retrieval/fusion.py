@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from lyra_crawl.backends.records import StageScores
 from lyra_crawl.config import Fusion
+from lyra_crawl.records import StageScores
 from lyra_crawl.retrieval.documents import Chunk
 from lyra_crawl.retrieval.records import Candidate
 

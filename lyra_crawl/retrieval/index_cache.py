@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lyra_crawl.backends.records import SelectionCorpus
 from lyra_crawl.config import RetrievalPolicy
+from lyra_crawl.records import SelectionCorpus
 from lyra_crawl.retrieval.documents import Document
 from lyra_crawl.retrieval.pipeline import DocumentIndex, settings_digest
 from lyra_crawl.retrieval.semantic import Embedder, load_embedder

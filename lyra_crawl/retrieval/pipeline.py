@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from lyra_crawl.backends.records import StageRun
 from lyra_crawl.config import RetrievalPolicy
 from lyra_crawl.papers.facets import FacetValue
+from lyra_crawl.records import StageRun
 from lyra_crawl.retrieval.cross_encoder import CrossEncoder
 from lyra_crawl.retrieval.documents import Chunk, Document, chunk_documents
 from lyra_crawl.retrieval.facets import (

@@ -2,7 +2,7 @@
 
 `Selection` is the answer (hits, or "no relevant evidence" with the reason) with everything that
 led to it; `record()` gives the part kept for audit (no document text), a `SelectionRecord` of
-lyra_crawl.backends.records, which a store keeps (`SelectionStore`): the question, the facets
+lyra_crawl.records, which a store keeps (`SelectionStore`): the question, the facets
 detected and carried, each candidate's score at every stage and its final rank, each stage's
 model and version or the reason it was skipped, the corpus it ran on and that corpus's version.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from lyra_crawl.backends.records import (
+from lyra_crawl.records import (
     CandidateRecord,
     SelectionCorpus,
     SelectionRecord,

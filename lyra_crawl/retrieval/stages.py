@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lyra_crawl.backends.records import StageRun
 from lyra_crawl.config import CrossEncoderStage, LlmStage, RetrievalPolicy
+from lyra_crawl.records import StageRun
 from lyra_crawl.retrieval.cross_encoder import CrossEncoder
 from lyra_crawl.retrieval.documents import Chunk
 from lyra_crawl.retrieval.fusion import Ranked, best_per_document

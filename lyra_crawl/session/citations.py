@@ -30,7 +30,6 @@ from scrapy import Request
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from lyra_crawl.backends.records import BackendError, CitationFetch, StoredPaper
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.engines.citation_links import LinkPage, PaperIds, Relation
 from lyra_crawl.engines.citations import first_link_requests, link_api, read_links
@@ -44,6 +43,7 @@ from lyra_crawl.papers.citation_crawl import (
     FetchEnd,
     FetchKey,
 )
+from lyra_crawl.records import BackendError, CitationFetch, StoredPaper
 from lyra_crawl.results import result_fields
 from lyra_crawl.session.closing import finish, save_query_papers
 from lyra_crawl.session.crawl import CrawlSession

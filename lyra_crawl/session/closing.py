@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 
-from lyra_crawl.backends.records import QueryStatus
 from lyra_crawl.paging.stop_rules import CUT_SHORT, StopReason
+from lyra_crawl.records import QueryStatus
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.running_query import RunningQuery
 

@@ -29,14 +29,15 @@ from scrapy.crawler import Crawler
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.task import LoopingCall
 
-from lyra_crawl.backends import Backends, open_backends, urls_from_settings
+from lyra_crawl.backend_urls import urls_from_settings
+from lyra_crawl.backends import Backends, open_backends
 from lyra_crawl.backends.protocols import Coordinator, ResultStore
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.config import EngineSpec, LyraConfig
 from lyra_crawl.engines.base import PageRequest
 from lyra_crawl.engines.request import build_page_request, secrets_from_settings
 from lyra_crawl.politeness.quota import utc_date
 from lyra_crawl.politeness.refusals import BREAKER, HOURS, QUOTA, EngineRefusal, engine_refusal
+from lyra_crawl.records import BackendError
 from lyra_crawl.session.running_query import RunningQuery
 from lyra_crawl.session.saved_pages import data_dir
 

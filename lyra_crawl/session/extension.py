@@ -17,8 +17,8 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
 
-from lyra_crawl.backends.records import QueryStatus
 from lyra_crawl.config import load_config
+from lyra_crawl.records import QueryStatus
 from lyra_crawl.session import citations
 from lyra_crawl.session.closing import close_query
 from lyra_crawl.session.crawl import CrawlSession

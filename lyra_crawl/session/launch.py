@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Mapping
 
-from lyra_crawl.backends.records import NO_ENGINE, BackendError, BatchEntry
 from lyra_crawl.politeness.refusals import ANY_ENGINE, EngineRefusal, every_engine_refusal
 from lyra_crawl.politeness.selection import normal_engines
 from lyra_crawl.query.arguments import (
@@ -38,6 +37,7 @@ from lyra_crawl.query.arguments import (
     parse_crawl_arguments,
     usable_engines,
 )
+from lyra_crawl.records import NO_ENGINE, BackendError, BatchEntry
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.opening import (
     NoEngineAvailable,

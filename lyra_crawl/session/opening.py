@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lyra_crawl.backends.records import BatchEntry, QueryRecord, StoredQuery
 from lyra_crawl.config import EngineSpec
 from lyra_crawl.engines.base import PageRequest
 from lyra_crawl.items import ResultItem
@@ -38,6 +37,7 @@ from lyra_crawl.query.arguments import (
 )
 from lyra_crawl.query.cache_key import cache_key
 from lyra_crawl.query.text import normalize_query
+from lyra_crawl.records import BatchEntry, QueryRecord, StoredQuery
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.replay import replayed_pages
 from lyra_crawl.session.request_state import RequestKind

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 
 from lyra_crawl.backends.protocols import QueryStore
-from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.items import ResultItem
+from lyra_crawl.records import PageRecord
 
 ITEM_FIELDS = tuple(field.name for field in fields(ResultItem))
 PAGE_FIELDS = tuple(field.name for field in fields(PageRecord))

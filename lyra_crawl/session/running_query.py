@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.items import ResultItem
 from lyra_crawl.paging.ledger import PageLedger
 from lyra_crawl.paging.source_paging import SourcePaging
@@ -20,6 +19,7 @@ from lyra_crawl.papers.citation_crawl import CitationCrawl
 from lyra_crawl.papers.collector import QueryPapers
 from lyra_crawl.query.arguments import CrawlArguments
 from lyra_crawl.query.dedupe import QueryDedupe
+from lyra_crawl.records import PageRecord
 
 logger = logging.getLogger(__name__)
 

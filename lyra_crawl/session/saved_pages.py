@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lyra_crawl.backends import sqlite_path, urls_from_settings
+from lyra_crawl.backend_urls import sqlite_path, urls_from_settings
 
 STALE_FOLDER = "stale"
 CHECK_FOLDER = "check"

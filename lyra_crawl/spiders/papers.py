@@ -32,13 +32,13 @@ from scrapy.settings import BaseSettings
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
-from lyra_crawl.backends.records import BackendError, LandingPage, PaperToRead
 from lyra_crawl.engines.request import identifying_user_agent
 from lyra_crawl.engines.routing import route_to_simulator
 from lyra_crawl.papers.landing import LandingOutcome, read_abstract
 from lyra_crawl.papers.landing_fetch import is_due, outcome_of_status, page_to_read
 from lyra_crawl.politeness.quota import utc_date
 from lyra_crawl.query.papers_target import PapersTarget, parse_papers_budget, parse_papers_target
+from lyra_crawl.records import BackendError, LandingPage, PaperToRead
 from lyra_crawl.session.crawl import CrawlSession
 
 logger = logging.getLogger(__name__)

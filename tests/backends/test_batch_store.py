@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from lyra_crawl.backends.invariants import UntruthfulRecord
-from lyra_crawl.backends.records import NO_ENGINE, EntrySpec, PageRecord
+from lyra_crawl.query.invariants import UntruthfulRecord
+from lyra_crawl.records import NO_ENGINE, EntrySpec, PageRecord
 from tests.backends.test_store import item, record
 
 

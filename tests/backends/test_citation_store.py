@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from lyra_crawl.backends import Backends
-from lyra_crawl.backends.records import CitationFetch
 from lyra_crawl.papers.canonical import CanonicalPaper, CanonicalPaperIndex, PaperRecord
+from lyra_crawl.records import CitationFetch
 from tests.backends.test_paper_index import MIN_ABSTRACT, api, save_query, serp
 
 ABSTRACT = "A field study of soil moisture sampling over three seasons. " * 5

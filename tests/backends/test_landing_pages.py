@@ -6,7 +6,7 @@ it when its row is merged into another."""
 from __future__ import annotations
 
 from lyra_crawl.backends import Backends
-from lyra_crawl.backends.records import LandingPage
+from lyra_crawl.records import LandingPage
 from tests.backends.test_paper_index import api, save_query
 
 ABSTRACT = "Peat cores from six bogs show carbon accumulating faster after rewetting. " * 4

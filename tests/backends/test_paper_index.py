@@ -15,11 +15,11 @@ import pytest
 from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.backends.migrations import HEAD
 from lyra_crawl.backends.paper_saving import StoredTitles, block_hash
-from lyra_crawl.backends.records import PageRecord
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
 from lyra_crawl.papers.collector import QueryPapers, paper_record
 from lyra_crawl.papers.paper_index import stored_block_keys
+from lyra_crawl.records import PageRecord
 from lyra_crawl.results import SerpResult, result_fields
 from tests.backends.test_store import StoreUnderTest, postgres_store, record, sqlite_store
 from tests.test_paper_index import real_dblp_acm

@@ -11,10 +11,12 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from lyra_crawl.backends import Backends, open_backends, redact_url, sqlite_url, urls_from_settings
+from lyra_crawl.backend_urls import sqlite_url, urls_from_settings
+from lyra_crawl.backends import Backends, open_backends
 from lyra_crawl.backends.migrations import HEAD as SCHEMA_VERSION
-from lyra_crawl.backends.records import BackendError, LandingPage
 from lyra_crawl.backends.statements import PAPERS_LOCK_KEY
+from lyra_crawl.quoting import redact_url
+from lyra_crawl.records import BackendError, LandingPage
 from tests.backends.lock_holders import waiting_for_an_advisory_lock
 from tests.backends.test_coordination import numbered_batch, run_together
 from tests.backends.test_store import (

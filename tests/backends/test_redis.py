@@ -10,10 +10,11 @@ import pytest
 import pytest_twisted
 import redis
 
-from lyra_crawl.backends import Backends, BackendUrls, open_backends, sqlite_url
-from lyra_crawl.backends.records import BackendError
+from lyra_crawl.backend_urls import BackendUrls, sqlite_url
+from lyra_crawl.backends import Backends, open_backends
 from lyra_crawl.config import BreakerPolicy
 from lyra_crawl.politeness.quota import utc_date
+from lyra_crawl.records import BackendError
 from tests.conftest import edited_config, in_own_loop, query_db, run_crawl, with_store
 from tests.servers.redis import PASSWORD, RedisServer
 

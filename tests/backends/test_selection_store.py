@@ -9,7 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from lyra_crawl.backends import Backends
-from lyra_crawl.backends.records import (
+from lyra_crawl.papers.canonical import PaperRecord
+from lyra_crawl.records import (
     CandidateRecord,
     PageRecord,
     SelectionCorpus,
@@ -17,7 +18,6 @@ from lyra_crawl.backends.records import (
     StageRun,
     StageScores,
 )
-from lyra_crawl.papers.canonical import PaperRecord
 from tests.backends.test_paper_index import api, save_query
 from tests.backends.test_store import item, numbered, record
 

@@ -6,29 +6,22 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from lyra_crawl.backends import (
-    BackendUrls,
-    open_backends,
-    redact_url,
-    sqlite_url,
-    urls_from_settings,
-)
-from lyra_crawl.backends.records import (
-    BackendError,
-    PageRecord,
-)
-from lyra_crawl.backends.rows import ITEM_COLUMNS, process_alive
+from lyra_crawl.backend_urls import BackendUrls, sqlite_url, urls_from_settings
+from lyra_crawl.backends import open_backends
+from lyra_crawl.backends.rows import ITEM_COLUMNS
 from lyra_crawl.backends.sqlite.database import WORKER_THREAD, SqliteDatabase
 from lyra_crawl.backends.statements import LINKS_BY_URL
 from lyra_crawl.paging.ledger import PageLedger
+from lyra_crawl.quoting import redact_url
+from lyra_crawl.records import (
+    BackendError,
+    PageRecord,
+)
 from tests.backends.test_store import record
 from tests.conftest import in_own_loop, with_store
 
@@ -274,19 +267,3 @@ def test_a_save_finds_the_querys_unlinked_items_by_query_id(tmp_path):
     assert any(
         step.startswith("SEARCH item USING INDEX") and "(query_id=?)" in step for step in plan
     )
-
-
-@pytest.mark.subprocess
-def test_a_zombie_is_a_dead_crawl_and_a_running_process_is_not():
-    ended = subprocess.Popen([sys.executable, "-c", ""])
-    # Not reaped yet: its pid stays taken, as a killed crawl's does until its parent looks.
-    deadline = time.monotonic() + 30
-    while Path(f"/proc/{ended.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    try:
-        assert not process_alive(ended.pid)
-        assert process_alive(os.getpid())
-    finally:
-        ended.wait()
-    assert not process_alive(ended.pid)

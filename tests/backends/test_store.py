@@ -24,9 +24,13 @@ from typing import Any, TypeVar
 import psycopg
 import pytest
 
-from lyra_crawl.backends import Backends, sqlite_path, sqlite_url, with_backends
+from lyra_crawl.backend_urls import sqlite_path, sqlite_url
+from lyra_crawl.backends import Backends, with_backends
 from lyra_crawl.backends.protocols import ROLES
-from lyra_crawl.backends.records import (
+from lyra_crawl.backends.rows import ITEM_COLUMNS
+from lyra_crawl.items import ResultItem
+from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
+from lyra_crawl.records import (
     CandidateRecord,
     CitationFetch,
     EntrySpec,
@@ -40,9 +44,6 @@ from lyra_crawl.backends.records import (
     StoredItem,
     StoredPaper,
 )
-from lyra_crawl.backends.rows import ITEM_COLUMNS
-from lyra_crawl.items import ResultItem
-from lyra_crawl.papers.canonical import CanonicalPaper, PaperRecord
 from tests.backends.lock_holders import FileLockHolder, PapersLockHolder
 from tests.conftest import in_own_loop
 

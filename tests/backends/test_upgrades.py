@@ -28,7 +28,8 @@ import pytest
 from lyra_crawl.backends import Backends
 from lyra_crawl.backends.migrations import HEAD
 from lyra_crawl.backends.paper_saving import block_hash
-from lyra_crawl.backends.records import (
+from lyra_crawl.papers.canonical import PaperRecord
+from lyra_crawl.records import (
     BackendError,
     CandidateRecord,
     PageRecord,
@@ -37,7 +38,6 @@ from lyra_crawl.backends.records import (
     StageRun,
     StageScores,
 )
-from lyra_crawl.papers.canonical import PaperRecord
 from tests.backends.test_store import StoreUnderTest, item, postgres_store, record, sqlite_store
 from tests.backends.test_store import paper as paper_of
 from tests.servers.postgres import USER

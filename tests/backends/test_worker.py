@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite.database import CONTENDED_MIN_S, SqliteDatabase
 from lyra_crawl.backends.sqlite.worker import WorkerThread
+from lyra_crawl.records import BackendError
 from tests.backends.lock_holders import wait_for_a_waiter_on
 from tests.conftest import in_own_loop, query_db
 
@@ -72,17 +72,36 @@ def test_a_job_with_reads_before_runs_them_first_on_the_worker_even_without_grou
 
 def test_stopping_lets_handed_in_work_finish_then_refuses_more():
     worker = WorkerThread("lyra-test")
+    started, release = threading.Event(), threading.Event()
+
+    def in_flight() -> str:
+        started.set()
+        release.wait(10)
+        return "finished"
 
     async def work():
-        slow = asyncio.ensure_future(worker.run(lambda: time.sleep(0.05) or "finished"))
-        await asyncio.sleep(0)  # handed in
-        await asyncio.get_running_loop().run_in_executor(None, worker.stop)
+        slow = asyncio.ensure_future(worker.run(in_flight))
+        await until(lambda: started.wait(30))  # running when the stop comes
+        stopping = asyncio.get_running_loop().run_in_executor(None, worker.stop)
+        await until(lambda: wait_for(lambda: worker.stopped))
         with pytest.raises(RuntimeError, match="stopped"):
             await worker.run(lambda: None)
+        release.set()
+        await stopping
         return await slow
 
     assert in_own_loop(work()) == "finished"
     worker.stop()  # a second stop does nothing
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 30) -> bool:
+    """Whether `condition()` came to hold within `timeout_s` (looked at every 10 ms)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def test_a_closed_database_says_so(tmp_path):

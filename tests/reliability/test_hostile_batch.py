@@ -20,7 +20,6 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lyra_crawl.backends.records import EntrySpec, QueryRecord
 from lyra_crawl.batch.files import (
     BATCH_LIMITS,
     MAX_BATCH_ENTRIES,
@@ -33,6 +32,7 @@ from lyra_crawl.config import load_config
 from lyra_crawl.config.bounded_yaml import MAX_ALIAS_VALUES, MAX_DEPTH
 from lyra_crawl.query.arguments import parse_crawl_arguments
 from lyra_crawl.quoting import QUOTE_CHARS
+from lyra_crawl.records import EntrySpec, QueryRecord
 from tests.conftest import ROOT, edited_config, query_db, with_store
 from tests.reliability.test_hostile_config import BILLION_LAUGHS
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.rows import dict_row, tuple_row
@@ -32,10 +31,10 @@ from psycopg_pool import AsyncConnectionPool
 
 from lyra_crawl.backends import dialects
 from lyra_crawl.backends.dialects import Plan, PlanRun, Step
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.rows import instant
 from lyra_crawl.backends.store import opening
-from lyra_crawl.backends.urls import redact_url
+from lyra_crawl.quoting import redact_url, without_password
+from lyra_crawl.records import BackendError
 
 T = TypeVar("T")
 A = TypeVar("A")
@@ -63,7 +62,6 @@ class PostgresDatabase:
     def __init__(self, url: str) -> None:
         self._conninfo = url
         self.url = redact_url(url)
-        self._password = _password(url)
         self._pool: AsyncConnectionPool[Connection] | None = None
 
     async def open(self) -> None:
@@ -138,9 +136,7 @@ class PostgresDatabase:
         lines = str(exc).strip().splitlines()
         # libpq: 'connection failed: connection to server at "h", port p failed: <cause>'
         text = lines[0].rpartition(" failed: ")[2] if lines else type(exc).__name__
-        text = text.removeprefix("FATAL:").strip()
-        if self._password:
-            text = text.replace(self._password, "***")
+        text = without_password(text.removeprefix("FATAL:").strip(), self._conninfo)
         return text[:1].lower() + text[1:]
 
 
@@ -166,10 +162,3 @@ async def _run_step(conn: Connection, compiled: dialects.Compiled, step: Step) -
         row = await cursor.fetchone()
         return None if row is None else row[0]
     return await cursor.fetchone() if step.answer == dialects.FIRST else await cursor.fetchall()
-
-
-def _password(url: str) -> str | None:
-    try:
-        return urlsplit(url).password
-    except ValueError:
-        return None

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -27,14 +26,11 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import AuthenticationError, NoPermissionError, RedisError
 
 from lyra_crawl.backends.breaker_steps import BreakerSteps
-from lyra_crawl.backends.records import BackendError, EngineState, RateClaim
 from lyra_crawl.backends.redis import scripts
 from lyra_crawl.backends.redis.releases import ReleaseListener
-from lyra_crawl.backends.urls import redact_url
-from lyra_crawl.politeness.breaker import (
-    BreakerState,
-    Health,
-)
+from lyra_crawl.politeness.breaker import BreakerState, Health
+from lyra_crawl.quoting import redact_url, without_password
+from lyra_crawl.records import BackendError, EngineState, RateClaim
 
 T = TypeVar("T")
 
@@ -192,9 +188,7 @@ class RedisCoordinator(BreakerSteps):
 
 def _error(url: str, what: str, fix: str) -> BackendError:
     """The Redis at `url` `what`, and the fix; the password never shows, even in a cause."""
-    message = f"{SETTING} {redact_url(url)} {what}: {fix}"
-    password = _password(url)
-    return BackendError(message.replace(password, "***") if password else message)
+    return BackendError(without_password(f"{SETTING} {redact_url(url)} {what}: {fix}", url))
 
 
 def _key(kind: str, name: str) -> str:
@@ -243,10 +237,3 @@ def _reason(exc: RedisError) -> str:
     if isinstance(cause, OSError) and cause.errno:
         return os.strerror(cause.errno)
     return str(exc).rstrip(".") or type(exc).__name__
-
-
-def _password(url: str) -> str | None:
-    try:
-        return urlsplit(url).password
-    except ValueError:
-        return None

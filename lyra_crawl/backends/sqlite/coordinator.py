@@ -16,13 +16,11 @@ from typing import TypeVar
 
 from lyra_crawl.backends import rows
 from lyra_crawl.backends.breaker_steps import BreakerSteps
-from lyra_crawl.backends.records import EngineState, RateClaim
 from lyra_crawl.backends.rows import utc_now
 from lyra_crawl.backends.sqlite.database import SqliteBackend, SqliteDatabase
 from lyra_crawl.backends.sqlite.release_signals import ReleaseSignals
-from lyra_crawl.politeness.breaker import (
-    Health,
-)
+from lyra_crawl.politeness.breaker import Health
+from lyra_crawl.records import EngineState, RateClaim
 
 T = TypeVar("T")
 

@@ -30,9 +30,9 @@ from typing import Any, TypeVar
 
 from lyra_crawl.backends import dialects
 from lyra_crawl.backends.dialects import Plan, PlanRun, Step
-from lyra_crawl.backends.records import BackendError
 from lyra_crawl.backends.sqlite.worker import Outcome, Work, WorkerThread
 from lyra_crawl.backends.store import opening
+from lyra_crawl.records import BackendError
 
 T = TypeVar("T")
 A = TypeVar("A")

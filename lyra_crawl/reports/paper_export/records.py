@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from lyra_crawl.backends.records import FoundPaper
+from lyra_crawl.records import FoundPaper
 from lyra_crawl.reports.paper_export.names import AuthorName, author_name
 
 # The kinds of a paper's URLs (lyra_crawl.papers.evidence), in the order a reader wants one:

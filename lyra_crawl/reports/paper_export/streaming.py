@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from lyra_crawl.backends.protocols import ResultStore
-from lyra_crawl.backends.records import FoundPaper
 from lyra_crawl.papers.facets import FacetFilter, keeps, paper_facets
+from lyra_crawl.records import FoundPaper
 from lyra_crawl.reports.paper_export.bibtex import BibtexWriter
 from lyra_crawl.reports.paper_export.csljson import CslJsonWriter
 from lyra_crawl.reports.paper_export.records import exported

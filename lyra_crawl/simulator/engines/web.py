@@ -230,7 +230,16 @@ class Brave(OffsetPaged):
         )
 
     def captcha_page(self, query: str) -> SimPage:
-        return html_page("Brave Search", '<div id="captcha-challenge">Verify you are human</div>')
+        # Brave's 2026 challenge page as a headless Chrome saved it, with 200: the app's shell,
+        # its noscript sentence and its route in the page's data (config/search_parsers.yaml).
+        return html_page(
+            "Captcha - Brave Search",
+            '<div id="main"><noscript><h5>This page needs JavaScript to function.</h5>'
+            " Your request has been flagged as being suspicious and Brave Search decided to"
+            " schedule a captcha for you.</noscript></div>"
+            '<script>kit.start(app, element, {data: [{type:"data",data:{page:"/captcha/slider",'
+            'searchPage:"/search",query:void 0}}]});</script>',
+        )
 
 
 class Ecosia(OffsetPaged):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lyra_crawl.backends.records import ENTRY_STATES, QueryStatus, StoredQuery
 from lyra_crawl.paging.stop_rules import AFTER_A_PAGE, StopReason
 from lyra_crawl.query.arguments import SERP_SOURCE, crawl_sources
+from lyra_crawl.records import ENTRY_STATES, QueryStatus, StoredQuery
 
 _STOP_REASONS = frozenset(reason.value for reason in StopReason)
 _STATUSES = frozenset(status.value for status in QueryStatus)
