@@ -241,22 +241,19 @@ class SqlStore:
         # Reads and matching ahead of the lock every save takes (backends.paper_saving), then
         # the writes under it; one save of this process at a time (they share the titles kept).
         def ahead() -> Plan[tuple[PapersSave, _Matched]]:
-            with no_cyclic_gc():
-                save = PapersSave(
-                    papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
-                )
-                save.read_at((yield value(sql.GENERATION)) or 0)
-                return save, (yield from _read(save))
+            save = PapersSave(
+                papers, min_abstract_chars=min_abstract_chars, titles=self._paper_titles
+            )
+            save.read_at((yield value(sql.GENERATION)) or 0)
+            return save, (yield from _read(save))
 
         def then(read: tuple[PapersSave, _Matched]) -> Plan[dict[str, int]]:
             held = [read]
             del read
             yield run(sql.PAPERS_LOCK)
-            with no_cyclic_gc():
-                # Freed within (`held` emptied), so that what the save made is gone before the
-                # collector is back on: else its first collection scans all of it once (~15 ms
-                # a save of 1,000).
-                yield from _save_matched(query_id, held)
+            # Freed within (`held` emptied), so that what the save made is gone before the
+            # collector is back on.
+            yield from _save_matched(query_id, held)
             counts = yield from _link_by_url(query_id, attribution)
             yield run_many(
                 sql.FUSED_RANK,
@@ -265,8 +262,12 @@ class SqlStore:
             yield run(sql.QUERY_ATTRIBUTION, counts=_json(counts), query_id=query_id)
             return counts
 
+        # The cyclic collector off from the reads to the writes: back on between them, its
+        # first collection would scan all that the reads and the matching made once (~25 ms a
+        # save of 1,000 papers), which the writes then free.
         async with self._saving:
-            return await self._db.run_write_after(ahead(), then)
+            with no_cyclic_gc():
+                return await self._db.run_write_after(ahead(), then)
 
     async def copy_paper_links(self, from_query_id: int, to_query_id: int) -> None:
         def copy() -> Plan[None]:

@@ -27,6 +27,7 @@ import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Literal
 
 from lyra_crawl.papers.assembly import Attribution, CanonicalPaper, canonical_paper
@@ -74,7 +75,6 @@ class _Title:
 
     text: str
     words: tuple[str, ...]
-    qualifier: tuple[str, frozenset[str]]  # notice kind and part numbers; must be equal to merge
     groups: list[int] = field(default_factory=list)  # one record per paper seen with this title
     links: list[TitleLink] = field(default_factory=list)  # itself included
     sides: int = 0  # the side bits of the groups seen with it (an index with sides)
@@ -96,11 +96,18 @@ class CanonicalPaperIndex:
         self._by_identifier: dict[tuple[str, str], int] = {}
         self._title_ids: dict[str, int] = {}
         self._titles: list[_Title] = []
+        # Each title's qualifier (notice kind and part numbers; must be equal to merge) as a
+        # number, by title id: compared for every title of a title's blocks.
+        self._qualifiers: list[int] = []
+        self._qualifier_ids: dict[tuple[str, frozenset[str]], int] = {}
         self._blocks: dict[tuple[str, ...], list[int]] = {}
         # Words seen in author and venue fields: what a citation around a title is made of.
         self._cited = CitedWords()
         # The side bits of groups added with a side, by their key; empty in a plain index.
         self._sides: dict[int, int] = {}
+        # The sides of every title seen: a title's blocks are searched only once the other
+        # side has titles (a store's index adds all its stored groups first).
+        self._title_sides = 0
         # Each distinct raw title added, normalised (once: papers() reads them again).
         self._normalized: dict[str, str] = {}
 
@@ -232,15 +239,21 @@ class CanonicalPaperIndex:
         if title_id is None:
             title_id = len(self._titles)
             words = tuple(normalized_title.split())
-            title = _Title(normalized_title, words, title_qualifier(normalized_title), sides=side)
+            title = _Title(normalized_title, words, sides=side)
+            qualifier = title_qualifier(normalized_title)
+            self._qualifiers.append(
+                self._qualifier_ids.setdefault(qualifier, len(self._qualifier_ids))
+            )
             title.links.append(TitleLink(title_id, same_title_features(words)))
             self._title_ids[normalized_title] = title_id
             self._titles.append(title)
+            self._title_sides |= side
             for block in self._link_title(title_id, side):
                 if len(block) < BLOCK_LIMIT:
                     block.append(title_id)
         elif side and not self._titles[title_id].sides & side:
             self._titles[title_id].sides |= side
+            self._title_sides |= side
             self._link_title(title_id, side)
         return title_id
 
@@ -255,9 +268,11 @@ class CanonicalPaperIndex:
         word_blocks = [self._blocks.setdefault(key, []) for key in word_keys]
         edge_blocks = [self._blocks.setdefault(key, []) for key in edge_keys]
         other_side = _BOTH_SIDES & ~side if side else 0
-        edge_candidates = self._candidates(edge_blocks, title, other_side)
+        if other_side and not self._title_sides & other_side:
+            return word_blocks + edge_blocks
+        edge_candidates = self._candidates(edge_blocks, title_id, other_side)
         candidates = list(
-            dict.fromkeys(self._candidates(word_blocks, title, other_side) + edge_candidates)
+            dict.fromkeys(self._candidates(word_blocks, title_id, other_side) + edge_candidates)
         )
         if candidates:
             texts = [self._titles[c].text for c in candidates]
@@ -271,19 +286,21 @@ class CanonicalPaperIndex:
                     self._titles[other].links.append(link.reverse(title_id))
         return word_blocks + edge_blocks
 
-    def _candidates(self, blocks: list[list[int]], title: _Title, other_side: int) -> list[int]:
-        """Distinct titles in blocks that are not full, with `title`'s qualifier; with
-        `other_side`, only those seen on that side and not linked with `title` yet."""
-        titles = self._titles
-        seen = dict.fromkeys(c for block in blocks if len(block) < BLOCK_LIMIT for c in block)
-        qualifier = title.qualifier
+    def _candidates(self, blocks: list[list[int]], title_id: int, other_side: int) -> list[int]:
+        """Distinct titles in blocks that are not full, with the qualifier of the title
+        `title_id`; with `other_side`, only those seen on that side and not linked with it yet."""
+        titles, qualifiers = self._titles, self._qualifiers
+        seen = dict.fromkeys(chain.from_iterable(b for b in blocks if len(b) < BLOCK_LIMIT))
+        qualifier = qualifiers[title_id]
         if not other_side:
-            return [c for c in seen if titles[c].qualifier == qualifier]
-        linked = {link.other for link in title.links}
+            if len(self._qualifier_ids) == 1:  # every title's is the same (most indexes)
+                return list(seen)
+            return [c for c in seen if qualifiers[c] == qualifier]
+        linked = {link.other for link in titles[title_id].links}
         return [
             c
             for c in seen
-            if titles[c].sides & other_side and titles[c].qualifier == qualifier and c not in linked
+            if titles[c].sides & other_side and qualifiers[c] == qualifier and c not in linked
         ]
 
     def _same_paper(self, a: int, b: int, link: TitleLink) -> bool:

@@ -98,6 +98,10 @@ class SqliteDatabase:
             # processes opening a new file at once would get "database is locked".
             self._when_unlocked(conn, "PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # 32 MiB of pages (SQLite's default: 2 MiB): a save of a query's papers reads and
+            # writes the paper index's blocks all over their B-tree (100 saves of 1,000
+            # synthetic papers: ~2 s less).
+            conn.execute("PRAGMA cache_size = -32768")
             conn.execute("PRAGMA foreign_keys = ON")
             with self._transaction():
                 run_plan(conn, opening(dialects.SQLITE, f"database {self.path}"))
