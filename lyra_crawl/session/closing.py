@@ -194,3 +194,10 @@ def _failure(crawl: CrawlSession, query: RunningQuery) -> str | None:
             failure,
         )
     return failure
+
+
+async def put_back_entries(crawl: CrawlSession) -> None:
+    """Entries taken but not opened before the crawl closed: pending again, for the next run."""
+    while crawl.entries_taken:
+        _, entry = crawl.entries_taken.popitem()
+        await crawl.store.finish_entry(entry.id, state="pending", query_id=entry.query_id)

@@ -37,7 +37,7 @@ from lyra_crawl.engines.base import PageRequest
 from lyra_crawl.engines.request import build_page_request, secrets_from_settings
 from lyra_crawl.politeness.quota import utc_date
 from lyra_crawl.politeness.refusals import BREAKER, HOURS, QUOTA, EngineRefusal, engine_refusal
-from lyra_crawl.records import BackendError
+from lyra_crawl.records import BackendError, BatchEntry
 from lyra_crawl.session.running_query import RunningQuery
 from lyra_crawl.session.saved_pages import data_dir
 
@@ -71,6 +71,9 @@ class CrawlSession:
         self.data_dir = data_dir(settings)
         self._backends: Backends | None = None
         self.queries: dict[int, RunningQuery] = {}
+        # Batch entries this crawl took and has not opened yet: pending again if it closes
+        # first (lyra_crawl.session.launch takes them, the extension's close puts them back).
+        self.entries_taken: dict[int, BatchEntry] = {}
         # The first backend failure, which closes the crawl; and whether the store itself
         # failed (then nothing more is written) or only the Coordinator (then what was fetched
         # is still stored and the queries closed).

@@ -5,7 +5,7 @@ the spider opens, it opens the session's backends and freezes what is alive then
 requests wait outside Scrapy's concurrency or background work runs, it keeps the spider open;
 when the spider closes, it stops the queries still open (their unfinished sources `cancelled`,
 or `error` after a backend failure, their citation graphs' open lists with them), closes them,
-then the backends.
+puts the batch entries it took and had not opened back to pending, then closes the backends.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from scrapy.exceptions import DontCloseSpider
 from lyra_crawl.config import load_config
 from lyra_crawl.records import QueryStatus
 from lyra_crawl.session import citations
-from lyra_crawl.session.closing import close_query
+from lyra_crawl.session.closing import close_query, put_back_entries
 from lyra_crawl.session.crawl import CrawlSession
 
 
@@ -67,5 +67,7 @@ class CrawlSessionExtension(CrawlSession):
             if not self.store_failed:
                 await citations.cancel(self, query)
             await close_query(self, query, status)
+        if not self.store_failed:
+            await put_back_entries(self)
         await self.close_backends()
         gc.unfreeze()

@@ -105,20 +105,17 @@ async def _launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[Opened
                 return
             await crawl.wait_for_a_close(ENTRY_POLL_S)
             continue
-        for taken, entry in enumerate(entries):
+        # Until opened, the crawl's close puts them back: Scrapy may stop asking this generator
+        # for more (a signal, a CloseSpider limit) while it holds some.
+        crawl.entries_taken.update((entry.id, entry) for entry in entries)
+        for entry in entries:
             if crawl.closed:
-                await _put_back(crawl, entries[taken:])
                 return
             opened = await _open_entry(crawl, entry, plan.job_id)
+            crawl.entries_taken.pop(entry.id, None)
             if opened is not None:
                 yield opened
                 await settle(crawl, opened.query)
-
-
-async def _put_back(crawl: CrawlSession, entries: list[BatchEntry]) -> None:
-    """Entries taken but not opened before the crawl closed: pending again, for the next run."""
-    for entry in entries:
-        await crawl.store.finish_entry(entry.id, state="pending", query_id=entry.query_id)
 
 
 async def _refusals(crawl: CrawlSession) -> dict[str, EngineRefusal]:
