@@ -38,6 +38,7 @@ from lyra_crawl.query.arguments import (
     usable_engines,
 )
 from lyra_crawl.records import NO_ENGINE, BackendError, BatchEntry
+from lyra_crawl.session.closing import put_back_entries
 from lyra_crawl.session.crawl import CrawlSession
 from lyra_crawl.session.opening import (
     NoEngineAvailable,
@@ -106,10 +107,12 @@ async def _launch(crawl: CrawlSession, plan: LaunchPlan) -> AsyncIterator[Opened
             await crawl.wait_for_a_close(ENTRY_POLL_S)
             continue
         # Until opened, the crawl's close puts them back: Scrapy may stop asking this generator
-        # for more (a signal, a CloseSpider limit) while it holds some.
+        # for more (a signal, a CloseSpider limit) while it holds some. Taken after the close
+        # put its own back, they are put back here.
         crawl.entries_taken.update((entry.id, entry) for entry in entries)
         for entry in entries:
             if crawl.closed:
+                await put_back_entries(crawl)
                 return
             opened = await _open_entry(crawl, entry, plan.job_id)
             crawl.entries_taken.pop(entry.id, None)
