@@ -36,7 +36,6 @@ from lyra_crawl.records import BackendError, StoredQuery
 from lyra_crawl.session.page_outcome import PageOutcome, page_judged
 from lyra_crawl.session.request_state import RequestKind
 from lyra_crawl.session.saved_pages import check_page_path, data_dir, page_suffix, save_page, stamp
-from lyra_crawl.spiders.serp import SerpSpider
 
 # Harmless, and answered by every web engine and scholarly API.
 CHECK_QUERY = "climate change"
@@ -88,6 +87,9 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_BAD_INPUT
             return
+        # Imported by the commands that crawl (Scrapy imports every command to list them).
+        from lyra_crawl.spiders.serp import SerpSpider
+
         assert self.crawler_process is not None
         watchers = {name: LastPage() for name in engines}
         for name, arguments in plans.items():

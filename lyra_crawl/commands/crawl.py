@@ -38,11 +38,6 @@ from lyra_crawl.query.arguments import ArgumentError, parse_launch
 from lyra_crawl.query.papers_target import PapersTarget, parse_papers_budget, parse_papers_target
 from lyra_crawl.quoting import show
 from lyra_crawl.records import BackendError
-from lyra_crawl.session.closing import FAILED_QUERIES
-from lyra_crawl.session.crawl import STORAGE_ERROR
-from lyra_crawl.spiders.node_check import NodeCheckSpider
-from lyra_crawl.spiders.papers import PapersSpider
-from lyra_crawl.spiders.serp import SerpSpider
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +51,15 @@ class Command(ScrapyCrawlCommand):
     _crawler: Crawler | None = None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # The crawl's own modules are imported by the command that crawls: Scrapy imports every
+        # command to list them, and those that do not crawl (select, export-papers, report, …)
+        # need none of them.
+        from lyra_crawl.session.closing import FAILED_QUERIES
+        from lyra_crawl.session.crawl import STORAGE_ERROR
+        from lyra_crawl.spiders.node_check import NodeCheckSpider
+        from lyra_crawl.spiders.papers import PapersSpider
+        from lyra_crawl.spiders.serp import SerpSpider
+
         spider = args[0] if args else None
         stop_with_batch_command()
         if spider == NodeCheckSpider.name:
