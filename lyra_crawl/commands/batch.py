@@ -58,6 +58,7 @@ from lyra_crawl.batch.files import (
 from lyra_crawl.batch.progress import BatchMonitor
 from lyra_crawl.batch.targets import EXPECTED
 from lyra_crawl.batch.workers import crawl_command, run_crawls
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.records import BackendError, BatchRecord
 
@@ -69,7 +70,7 @@ class NoNodeRan(RuntimeError):
     """No node ran the batch: Scrapyd could not schedule its jobs, or every job refused."""
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
 
     def syntax(self) -> str:

@@ -28,6 +28,7 @@ from scrapy.http import Response
 from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.commands.crawl import check_backends
 from lyra_crawl.commands.page_outcome import outcome_text
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.paging.stop_rules import StopReason
@@ -49,7 +50,7 @@ REFUSED = {
 }
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
 
     def syntax(self) -> str:

@@ -33,6 +33,7 @@ from lyra_crawl.backends import open_backends, run_sync
 from lyra_crawl.backends.protocols import QueryStore
 from lyra_crawl.batch.targets import REFUSED, check_expected, node_report
 from lyra_crawl.batch.workers import stop_with_batch_command
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.query.arguments import ArgumentError, parse_launch
 from lyra_crawl.query.papers_target import PapersTarget, parse_papers_budget, parse_papers_target
@@ -47,7 +48,7 @@ EXIT_QUERY_FAILED = 1
 EXIT_NODE_NOT_READY = 1
 
 
-class Command(ScrapyCrawlCommand):
+class Command(FreezeAtStart, ScrapyCrawlCommand):
     _crawler: Crawler | None = None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:

@@ -29,6 +29,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.papers.collector import ATTRIBUTIONS
 from lyra_crawl.papers.facets import EVIDENCE_KINDS, FacetFilter, chosen_facets
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 SUFFIXES = {".ris": "ris", ".bib": "bibtex", ".json": "csljson", ".csv": "csv"}
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
     default_settings = {"LOG_ENABLED": False}
