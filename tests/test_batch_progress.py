@@ -15,6 +15,7 @@ import sys
 import termios
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -207,9 +208,15 @@ def test_a_batch_off_the_terminal_logs_plain_progress_lines_ending_with_the_stor
 # -- scrapy batch on a (pseudo-)terminal -----------------------------------------------------
 
 
-def run_on_terminal(*args: str, env: dict[str, str], timeout: float = 180) -> tuple[int, bytes]:
+def run_on_terminal(
+    *args: str,
+    env: dict[str, str],
+    timeout: float = 180,
+    on_output: Callable[[bytes], None] = lambda output: None,
+) -> tuple[int, bytes]:
     """`scrapy ARGS` with stdin, stdout and stderr on a pseudo-terminal of COLUMNS × ROWS;
-    returns its exit status and every byte it wrote to the terminal."""
+    returns its exit status and every byte it wrote to the terminal. `on_output` sees the
+    output so far after every read."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     process = subprocess.Popen(
@@ -234,6 +241,7 @@ def run_on_terminal(*args: str, env: dict[str, str], timeout: float = 180) -> tu
                 if not chunk:
                     break
                 output += chunk
+                on_output(bytes(output))
             elif process.poll() is not None:
                 break
     finally:
@@ -258,8 +266,15 @@ def screen_of(output: bytes) -> list[str]:
 def test_the_live_table_on_a_terminal_stays_whole_and_ends_with_the_stored_counts(
     start_simulator, db_path, tmp_path
 ):
-    simulator = start_simulator("--latency-ms", "150")  # redrawn a few times meanwhile
+    # DuckDuckGo's second pages held until the table has been drawn and redrawn.
+    simulator = start_simulator("--hold-at", "duckduckgo:2")
     batch = write_batch(tmp_path / "batch.yaml")
+    released = []
+
+    def release_once_redrawn(output: bytes) -> None:
+        if not released and output.count(b"entries over") >= 2:
+            simulator.release("duckduckgo", 2)
+            released.append(True)
 
     status, output = run_on_terminal(
         "batch",
@@ -269,9 +284,11 @@ def test_the_live_table_on_a_terminal_stays_whole_and_ends_with_the_stored_count
         "-s",
         "LOG_LEVEL=INFO",  # log records keep arriving while the table is up
         env=batch_env(simulator, db_path, LYRA_PROGRESS_INTERVAL="0.2"),
+        on_output=release_once_redrawn,
     )
 
     assert status == 1, output[-3000:].decode(errors="replace")
+    assert released, "the table was drawn and redrawn while DuckDuckGo's pages were held"
     assert output.count(b"entries over") >= 3, "drawn, redrawn, and drawn last"
     lines = screen_of(output)
     titles = [i for i, line in enumerate(lines) if re.match(r"batch \d+ +\d+ of \d+ entries", line)]
