@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -331,24 +329,6 @@ def test_batch_on_an_unreachable_scrapyd_says_so_once_and_keeps_the_batch(
     # Recorded and left to run: the same file continues it once Scrapyd is up.
     entries = query_db(db_path, "SELECT state FROM batch_entries ORDER BY position")
     assert [row["state"] for row in entries] == ["pending", "pending"]
-
-
-@pytest.mark.subprocess
-def test_commands_load_without_the_scrapyd_client():
-    # Every `scrapy` command, each crawl included, imports every command module; the client
-    # (and requests with it) is for `scrapy batch --scrapyd` alone.
-    probe = (
-        "import importlib, pkgutil, sys, lyra_crawl.commands as commands\n"
-        "for module in pkgutil.iter_modules(commands.__path__):\n"
-        "    importlib.import_module(f'lyra_crawl.commands.{module.name}')\n"
-        "loaded = {name.split('.')[0] for name in sys.modules}\n"
-        "print(sorted(loaded & {'scrapyd_client', 'requests'}))"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-
-    assert loaded.stdout.strip() == "[]"
 
 
 def test_job_settings_send_paths_absolute_no_secret_and_where_the_backends_are():

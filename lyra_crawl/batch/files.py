@@ -25,6 +25,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -120,7 +121,7 @@ def parse_batch(text: str, config: LyraConfig, *, filename: str = "batch file") 
     except YamlRefused as exc:
         raise BatchError(f"{filename}: {exc}") from None
     try:
-        document = _DOCUMENT.validate_python(doc)
+        document = _document_schema().validate_python(doc)
     except ValidationError as error:
         raise BatchError(f"{filename}: {said(error)}") from None
     defaults = document.defaults.spider_args()
@@ -207,7 +208,11 @@ class BatchDocument:
     defaults: Annotated[EntryOptions, BeforeValidator(_options), null_as({})] = EntryOptions()
 
 
-_DOCUMENT = TypeAdapter(Annotated[BatchDocument, BeforeValidator(_document)])
+@cache
+def _document_schema() -> TypeAdapter[BatchDocument]:
+    # Built on first use, as _entry_schema: every scrapy command imports this module (Scrapy
+    # loads them all to list them), and only `scrapy batch` reads a batch file.
+    return TypeAdapter(Annotated[BatchDocument, BeforeValidator(_document)])
 
 
 def _entry_node(node: Any) -> Any:
@@ -233,7 +238,9 @@ class Entry(EntryOptions):
     query: str | None = None
 
 
-_ENTRY = TypeAdapter(Annotated[Entry, BeforeValidator(_entry_node)])
+@cache
+def _entry_schema() -> TypeAdapter[Entry]:
+    return TypeAdapter(Annotated[Entry, BeforeValidator(_entry_node)])
 
 
 def _query_text(node: Any) -> str:
@@ -242,7 +249,7 @@ def _query_text(node: Any) -> str:
 
 
 def _entry(position: int, node: Any, defaults: Mapping[str, str], config: LyraConfig) -> FileEntry:
-    entry = validated(_ENTRY, node)
+    entry = validated(_entry_schema(), node)
     spider_args = {**defaults, **entry.spider_args(), "query": entry.query or ""}
     arguments = parse_crawl_arguments(spider_args, config)
     return FileEntry(

@@ -58,9 +58,9 @@ from lyra_crawl.batch.files import (
 from lyra_crawl.batch.progress import BatchMonitor
 from lyra_crawl.batch.targets import EXPECTED
 from lyra_crawl.batch.workers import crawl_command, run_crawls
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.records import BackendError, BatchRecord
-from lyra_crawl.spiders.serp import SerpSpider
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -70,7 +70,7 @@ class NoNodeRan(RuntimeError):
     """No node ran the batch: Scrapyd could not schedule its jobs, or every job refused."""
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
 
     def syntax(self) -> str:
@@ -224,6 +224,9 @@ class Command(ScrapyCommand):
             await backends.close()
 
     def _crawl_here(self, record: BatchRecord, opts: argparse.Namespace) -> None:
+        # Imported by the commands that crawl here (Scrapy imports every command to list them).
+        from lyra_crawl.spiders.serp import SerpSpider
+
         assert self.crawler_process is not None
         self.crawler_process.crawl(SerpSpider, **_spider_args(record, opts))
         self.crawler_process.start()

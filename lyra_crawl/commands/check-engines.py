@@ -28,6 +28,7 @@ from scrapy.http import Response
 from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.commands.crawl import check_backends
 from lyra_crawl.commands.page_outcome import outcome_text
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, LyraConfig, load_config
 from lyra_crawl.engines.base import Outcome
 from lyra_crawl.paging.stop_rules import StopReason
@@ -36,7 +37,6 @@ from lyra_crawl.records import BackendError, StoredQuery
 from lyra_crawl.session.page_outcome import PageOutcome, page_judged
 from lyra_crawl.session.request_state import RequestKind
 from lyra_crawl.session.saved_pages import check_page_path, data_dir, page_suffix, save_page, stamp
-from lyra_crawl.spiders.serp import SerpSpider
 
 # Harmless, and answered by every web engine and scholarly API.
 CHECK_QUERY = "climate change"
@@ -50,7 +50,7 @@ REFUSED = {
 }
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
 
     def syntax(self) -> str:
@@ -88,6 +88,9 @@ class Command(ScrapyCommand):
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = EXIT_BAD_INPUT
             return
+        # Imported by the commands that crawl (Scrapy imports every command to list them).
+        from lyra_crawl.spiders.serp import SerpSpider
+
         assert self.crawler_process is not None
         watchers = {name: LastPage() for name in engines}
         for name, arguments in plans.items():

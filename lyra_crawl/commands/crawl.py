@@ -33,16 +33,12 @@ from lyra_crawl.backends import open_backends, run_sync
 from lyra_crawl.backends.protocols import QueryStore
 from lyra_crawl.batch.targets import REFUSED, check_expected, node_report
 from lyra_crawl.batch.workers import stop_with_batch_command
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.query.arguments import ArgumentError, parse_launch
 from lyra_crawl.query.papers_target import PapersTarget, parse_papers_budget, parse_papers_target
 from lyra_crawl.quoting import show
 from lyra_crawl.records import BackendError
-from lyra_crawl.session.closing import FAILED_QUERIES
-from lyra_crawl.session.crawl import STORAGE_ERROR
-from lyra_crawl.spiders.node_check import NodeCheckSpider
-from lyra_crawl.spiders.papers import PapersSpider
-from lyra_crawl.spiders.serp import SerpSpider
 
 logger = logging.getLogger(__name__)
 
@@ -52,10 +48,19 @@ EXIT_QUERY_FAILED = 1
 EXIT_NODE_NOT_READY = 1
 
 
-class Command(ScrapyCrawlCommand):
+class Command(FreezeAtStart, ScrapyCrawlCommand):
     _crawler: Crawler | None = None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        # The crawl's own modules are imported by the command that crawls: Scrapy imports every
+        # command to list them, and those that do not crawl (select, export-papers, report, …)
+        # need none of them.
+        from lyra_crawl.session.closing import FAILED_QUERIES
+        from lyra_crawl.session.crawl import STORAGE_ERROR
+        from lyra_crawl.spiders.node_check import NodeCheckSpider
+        from lyra_crawl.spiders.papers import PapersSpider
+        from lyra_crawl.spiders.serp import SerpSpider
+
         spider = args[0] if args else None
         stop_with_batch_command()
         if spider == NodeCheckSpider.name:

@@ -17,6 +17,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import LyraConfig, load_config
 from lyra_crawl.politeness.breaker import BreakerState, refuses_now
 from lyra_crawl.politeness.quota import utc_date
@@ -24,7 +25,7 @@ from lyra_crawl.records import StaleParser
 from lyra_crawl.session.saved_pages import data_dir, find_stale_page
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     default_settings = {"LOG_ENABLED": False}
 

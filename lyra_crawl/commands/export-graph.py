@@ -18,6 +18,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.quoting import show
 from lyra_crawl.records import BackendError, CitationGraph
 from lyra_crawl.reports.graph_export import csv_tables, graphml
@@ -25,7 +26,7 @@ from lyra_crawl.reports.graph_export import csv_tables, graphml
 FORMATS = ("graphml", "csv")
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
 

@@ -23,21 +23,25 @@ import io
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, load_config
 from lyra_crawl.papers.collector import ATTRIBUTIONS
 from lyra_crawl.papers.facets import EVIDENCE_KINDS, FacetFilter, chosen_facets
 from lyra_crawl.records import BackendError
-from lyra_crawl.reports.paper_export.streaming import WRITERS, PaperScope, export_papers
+
+if TYPE_CHECKING:
+    from lyra_crawl.reports.paper_export.streaming import PaperScope
 
 SUFFIXES = {".ris": "ris", ".bib": "bibtex", ".json": "csljson", ".csv": "csv"}
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
     default_settings = {"LOG_ENABLED": False}
@@ -53,6 +57,10 @@ class Command(ScrapyCommand):
         return "Write the canonical papers found as RIS, BibTeX, CSL-JSON or CSV"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        # The writers are imported by this command alone (Scrapy imports every command to list
+        # them; the writers load bibtexparser and rispy).
+        from lyra_crawl.reports.paper_export.streaming import WRITERS
+
         super().add_options(parser)
         which = parser.add_mutually_exclusive_group()
         which.add_argument("--task", metavar="TASK", help="the papers of this task's queries")
@@ -80,6 +88,8 @@ class Command(ScrapyCommand):
         )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from lyra_crawl.reports.paper_export.streaming import WRITERS, PaperScope
+
         if args:
             raise UsageError(f"unexpected argument {args[0]!r}")
         if (opts.task, opts.batch, opts.query_id, opts.selection) == (None, None, None, None):
@@ -161,6 +171,8 @@ class Command(ScrapyCommand):
         opts: argparse.Namespace,
     ) -> tuple[int, int] | str:
         """(written, found), or why there is nothing to export."""
+        from lyra_crawl.reports.paper_export.streaming import WRITERS, export_papers
+
         store = backends.store
         if scope.task_id is not None:
             known: object = await store.query_ids(task_id=scope.task_id)

@@ -13,11 +13,12 @@ import sys
 from scrapy.commands import ScrapyCommand
 
 from lyra_crawl.backends import run_sync, with_backends
+from lyra_crawl.commands.process_start import FreezeAtStart
 
 EXIT_NOT_FOUND = 2
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     default_settings = {"LOG_ENABLED": False}
 

@@ -21,6 +21,7 @@ from scrapy.utils.conf import get_config
 
 from lyra_crawl.batch.targets import NodeReport
 from lyra_crawl.commands.batch import scrapyd_nodes
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.records import BackendError
 
 EXIT_NOT_READY = 1
@@ -28,7 +29,7 @@ EXIT_BAD_INPUT = 2
 DEFAULT_TIMEOUT_S = 120.0
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
 

@@ -26,6 +26,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.commands.page_outcome import outcome_text
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, EngineSpec, load_config
 from lyra_crawl.engines import html
 from lyra_crawl.engines.base import Outcome, ParseResult
@@ -38,7 +39,7 @@ EXIT_BLOCKED = 3
 EXIT_LAYOUT_CHANGED = 4
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_crawler_process = False
     default_settings = {"LOG_ENABLED": False}
 

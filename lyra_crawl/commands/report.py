@@ -21,6 +21,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from lyra_crawl.backends import Backends, run_sync, with_backends
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, LyraConfig, load_config
 from lyra_crawl.quoting import show
 from lyra_crawl.records import BackendError
@@ -30,7 +31,7 @@ from lyra_crawl.reports.text import QueryReport, QuotaUse, query_report, quota_u
 DEFAULT_LAST = 10
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
 

@@ -36,6 +36,7 @@ from scrapy.exceptions import UsageError
 from lyra_crawl.backend_urls import backend_target, urls_from_settings
 from lyra_crawl.backends import Backends, run_sync, with_backends
 from lyra_crawl.backends.protocols import ResultStore
+from lyra_crawl.commands.process_start import FreezeAtStart
 from lyra_crawl.config import ConfigError, RetrievalPolicy, load_config
 from lyra_crawl.records import (
     BackendError,
@@ -71,7 +72,7 @@ class NothingToSelect(Exception):
     """The store has no query of the task, batch or ids asked for."""
 
 
-class Command(ScrapyCommand):
+class Command(FreezeAtStart, ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
 

@@ -16,7 +16,6 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from ftfy import fix_encoding
 from rapidfuzz.distance import Levenshtein
 
 __all__ = ["author_names", "fold_name", "name_words", "same_surname", "surname"]
@@ -37,6 +36,9 @@ def fold_name(text: str) -> str:
     if "&" in text:
         text = html.unescape(text)
     if not text.isascii():
+        # Imported with the first name that is not ASCII, as in title_normalization._fold.
+        from ftfy import fix_encoding
+
         text = fix_encoding(text)
         decomposed = unicodedata.normalize("NFKD", text.replace("ß", "ss"))
         text = "".join(ch for ch in decomposed if not unicodedata.combining(ch))

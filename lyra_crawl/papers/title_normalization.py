@@ -14,8 +14,6 @@ import html
 import re
 import unicodedata
 
-from ftfy import fix_encoding
-
 __all__ = ["GENERIC_START", "is_generic_title", "normalize_title", "title_qualifier"]
 
 # Labels that venues put in or around a title for the kind of contribution, not its subject:
@@ -106,5 +104,9 @@ def _fold(text: str) -> str:
         text = html.unescape(text)
     if text.isascii():
         return text.lower()
+    # Imported with the first text that is not ASCII (ftfy takes tens of milliseconds to load):
+    # a process that meets none, as many crawls and commands, never loads it.
+    from ftfy import fix_encoding
+
     decomposed = unicodedata.normalize("NFKD", fix_encoding(text))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).lower()

@@ -6,8 +6,7 @@ extension that builds it is its subclass (extension.py). A query opens (opening.
 its pages are judged (judging.py), it moves on as pages are stored (settling.py), fetches its
 citation graph (citations.py) and closes (closing.py); the state one request carries is a
 RequestState (request_state.py).
+
+Nothing is imported here: a command that reads one helper (saved_pages.py, say) does not load
+the whole crawl session with it.
 """
-
-from lyra_crawl.session.crawl import CrawlSession
-
-__all__ = ["CrawlSession"]

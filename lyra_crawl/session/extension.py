@@ -38,8 +38,10 @@ class CrawlSessionExtension(CrawlSession):
         # What is alive now (modules, settings, config, the crawl's components) lives as long
         # as the crawl: kept out of the collector's full passes, each of which scanned it all
         # and held up the reactor, and every engine's next request with it, 50-70 ms. Given
-        # back to the collector when the spider closes (a process may crawl again).
-        gc.collect()
+        # back to the collector when the spider closes (a process may crawl again). Frozen
+        # without a full pass first: that pass cost as much as one it saves (a process that
+        # crawls again, as the tests' do, paid it at every crawl), and what is garbage now is
+        # only held until the crawl ends.
         gc.freeze()
 
     def spider_idle(self) -> None:

@@ -14,8 +14,6 @@ from functools import lru_cache
 
 from lxml import etree, html
 
-from lyra_crawl.config import load_config
-
 NEW_CONTAINER = "serp-result"
 # A container inside a container shows up once the outer one is renamed; more rounds than
 # this mean an XPath still finds what was renamed, which the rename could never end.
@@ -25,6 +23,9 @@ MAX_ROUNDS = 20
 @lru_cache(maxsize=32)
 def result_xpaths(engine: str) -> tuple[str, ...]:
     """Every `results` XPath of every layout of `engine` in the bundled config ('' for APIs)."""
+    # Imported here: a simulator without --layout-changed-at never loads the config's models.
+    from lyra_crawl.config import load_config
+
     spec = load_config().engine(engine)
     return tuple(xpath for layout in spec.parse for xpath in layout.results)
 
