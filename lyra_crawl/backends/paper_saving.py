@@ -148,7 +148,8 @@ class StoredTitles:
     def __init__(self, limit: int = 200_000) -> None:
         self.limit = limit
         self.generation: int | None = None
-        self._titles: dict[int, list[str]] = {}
+        # Tuples of text: nothing the cyclic collector keeps scanning.
+        self._titles: dict[int, tuple[str, ...]] = {}
 
     def start(self, generation: int) -> None:
         """A save begins: it moved the store's generation to `generation`."""
@@ -167,17 +168,17 @@ class StoredTitles:
     def read(self, rows: Iterable[Row]) -> None:
         """Titles read from the store (`TITLE_COLUMNS` rows)."""
         for row in rows:
-            self._titles[int(row["id"])] = (row["match_titles"] or "").splitlines()
+            self._titles[int(row["id"])] = tuple((row["match_titles"] or "").splitlines())
 
     def written(self, writes: Sequence[PaperWrite], paper_ids: Sequence[int]) -> None:
         """The titles of rows a save wrote (`paper_ids`, one per write); rows merged away gone."""
         for paper_id, write in zip(paper_ids, writes, strict=True):
-            self._titles[paper_id] = write.values["match_titles"].splitlines()
+            self._titles[paper_id] = tuple(write.values["match_titles"].splitlines())
             for gone in write.absorbed:
                 self._titles.pop(gone, None)
 
-    def get(self, paper_id: int) -> list[str]:
-        return self._titles.get(paper_id, [])
+    def get(self, paper_id: int) -> tuple[str, ...]:
+        return self._titles.get(paper_id, ())
 
 
 class PapersSave:

@@ -327,7 +327,7 @@ def test_titles_kept_hold_while_only_this_process_saves() -> None:
     titles.read([{"id": 1, "match_titles": "soil moisture\nsoil water"}])
 
     titles.start(6)  # the generation this process's last save left
-    assert titles.missing([1, 2]) == [2] and titles.get(1) == ["soil moisture", "soil water"]
+    assert titles.missing([1, 2]) == [2] and titles.get(1) == ("soil moisture", "soil water")
     titles.start(8)  # another process saved in between
     assert titles.missing([1, 2]) == [1, 2]
     titles.read([{"id": 1, "match_titles": "soil moisture"}])
