@@ -102,6 +102,12 @@ class SqliteDatabase:
             # writes the paper index's blocks all over their B-tree (100 saves of 1,000
             # synthetic papers: ~2 s less).
             conn.execute("PRAGMA cache_size = -32768")
+            # A checkpoint every 8,000 pages of the log (SQLite's default: 1,000): a save of a
+            # query's papers changes thousands of pages of the paper index's B-trees, which the
+            # default copies into the file at nearly every commit; every few saves instead, a
+            # page changed by several is copied once (100 saves of 1,000 synthetic papers and
+            # their pages: the commits' CPU 3.0 s -> 2.3 s).
+            conn.execute("PRAGMA wal_autocheckpoint = 8000")
             conn.execute("PRAGMA foreign_keys = ON")
             with self._transaction():
                 run_plan(conn, opening(dialects.SQLITE, f"database {self.path}"))
