@@ -31,7 +31,10 @@ Run as ``python benchmarks/bench_canonical.py [shared_dir]`` (default ``../share
   the canonical rules against stored papers, rows and blocks written; the in-memory merges
   alone: ``merge_seconds_100k.query_merges``), with the pairwise F1 of
   the papers the store links the records to (``store_synthetic_f1_100k``) and the ratio to the
-  in-memory time (``store_over_memory_100k``). Storing the items the papers link is outside
+  in-memory time (``store_over_memory_100k``), beside the floor of its two matchings
+  before any SQL (``store_over_memory_100k.floor_of_matching``: the queries' merges and the
+  saves' matching against stored candidates, ``merge_seconds_100k.save_matching``, over the
+  in-memory time; issue 38's goal of 2.0 is below it). Storing the items the papers link is outside
   the time, as it is outside a query's close. DBLP-ACM goes through the store too, DBLP as one
   query and ACM as another (``dblp_acm_store_f1_year_tolerance_1``);
 * ``task_save_ms_first_100``, ``task_save_ms_last_100``: the same merge and save per query for
@@ -56,15 +59,16 @@ import tempfile
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Hashable, Iterable, Set
+from collections.abc import Hashable, Iterable, Iterator, Set
+from contextlib import contextmanager
 from itertools import accumulate
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rapidfuzz import fuzz, process
 
 from benchmarks.simulated_papers import simulated_merge_errors
 from lyra_crawl.backend_urls import sqlite_url
-from lyra_crawl.backends import Backends, with_backends
+from lyra_crawl.backends import Backends, paper_saving, with_backends
 from lyra_crawl.config import PapersPolicy
 from lyra_crawl.items import ResultItem
 from lyra_crawl.papers.canonical import CanonicalPaperIndex, PaperRecord
@@ -109,12 +113,39 @@ def run(shared_dir: pathlib.Path) -> dict[str, float]:
     )
     records, truth = synthetic_records(SYNTHETIC_SIZES[-1], seed=SEED)
     size = len(records) // STORE_QUERIES
-    stored = _through_store([records[n : n + size] for n in range(0, len(records), size)])
+    with _timed(paper_saving, "match_papers") as save_matching:
+        stored = _through_store([records[n : n + size] for n in range(0, len(records), size)])
     figures["merge_seconds_100k"] = sum(stored.seconds)
     figures["merge_seconds_100k.query_merges"] = sum(stored.query_merge_seconds)
+    figures["merge_seconds_100k.save_matching"] = save_matching[0]
     figures["store_synthetic_f1_100k"] = _pair_f1(truth, stored.papers)
     figures["store_over_memory_100k"] = sum(stored.seconds) / figures["memory_merge_seconds_100k"]
+    # The store's two matchings alone, before any SQL: each query's records with each other
+    # (what the query's close does), then the query's papers with the stored candidates.
+    figures["store_over_memory_100k.floor_of_matching"] = (
+        figures["merge_seconds_100k.query_merges"] + save_matching[0]
+    ) / figures["memory_merge_seconds_100k"]
     return figures | _task_saves()
+
+
+@contextmanager
+def _timed(module: Any, name: str) -> Iterator[list[float]]:
+    """The CPU seconds spent in `module.name` while the block runs (its one element)."""
+    spent = [0.0]
+    original = getattr(module, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.process_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.process_time() - started
+
+    setattr(module, name, timed)
+    try:
+        yield spent
+    finally:
+        setattr(module, name, original)
 
 
 def _task_saves() -> dict[str, float]:
