@@ -7,7 +7,7 @@ project formats code.
   counts code).
 * ``backends_lines_floor``: the lines left when every docstring and comment is removed and the
   rest is formatted by `ruff format` (the blank lines it keeps between definitions included):
-  the fewest lines this code can be written in without removing what it does.
+  what this code needs with no documentation at all.
 """
 
 from __future__ import annotations
