@@ -86,10 +86,13 @@ def wait_for_a_rate_waiter(db_path: Path, engine: str, timeout_s: float = 60) ->
     """Until a process refused `engine`'s send slot is recorded as waiting for its release."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        # Read only once a crawl made the file: connecting first would make an empty one.
         try:
-            if query_db(db_path, "SELECT 1 FROM engine_rate_waiters WHERE engine = ?", (engine,)):
+            if db_path.exists() and query_db(
+                db_path, "SELECT 1 FROM engine_rate_waiters WHERE engine = ?", (engine,)
+            ):
                 return
-        except sqlite3.OperationalError:  # the store is not made yet
+        except sqlite3.OperationalError:  # the store's tables are not made yet
             pass
         time.sleep(0.05)
     raise AssertionError(f"no process waited for {engine}'s send slot in {timeout_s} s")
